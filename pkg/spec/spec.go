@@ -55,7 +55,7 @@ type SchedulingConstraint struct {
 	// Key is a node label; "hostname" means kubernetes.io/hostname.
 	Key string `json:"key"`
 	// Operator is In, NotIn, Exists, DoesNotExist, Gt or Lt.
-	Operator string `json:"operator"`
+	Operator string   `json:"operator"`
 	Values   []string `json:"values,omitempty"`
 }
 
