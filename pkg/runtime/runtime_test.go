@@ -1,0 +1,381 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
+	"github.com/gobrave/kubectl-gobrave/pkg/spec"
+)
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+var deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+
+// newFake returns a fake clientset whose deployments support the scale
+// subresource (the fake's tracker does not) and which stamps UIDs.
+func newFake(objs ...k8sruntime.Object) *fake.Clientset {
+	c := fake.NewClientset(objs...)
+	c.PrependReactor("create", "*", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		if obj, ok := a.(k8stesting.CreateAction).GetObject().(metav1.Object); ok && obj.GetUID() == "" {
+			obj.SetUID(types.UID("uid-" + obj.GetName() + "-" + time.Now().Format("150405.000000000")))
+		}
+		return false, nil, nil
+	})
+	c.PrependReactor("get", "deployments", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		if a.GetSubresource() != "scale" {
+			return false, nil, nil
+		}
+		obj, err := c.Tracker().Get(deploymentsGVR, a.GetNamespace(), a.(k8stesting.GetAction).GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		d := obj.(*appsv1.Deployment)
+		return true, &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: d.Namespace, UID: d.UID, ResourceVersion: d.ResourceVersion},
+			Spec: autoscalingv1.ScaleSpec{Replicas: *d.Spec.Replicas}}, nil
+	})
+	c.PrependReactor("update", "deployments", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		if a.GetSubresource() != "scale" {
+			return false, nil, nil
+		}
+		sc := a.(k8stesting.UpdateAction).GetObject().(*autoscalingv1.Scale)
+		obj, err := c.Tracker().Get(deploymentsGVR, a.GetNamespace(), sc.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		d := obj.(*appsv1.Deployment).DeepCopy()
+		d.Spec.Replicas = &sc.Spec.Replicas
+		if err := c.Tracker().Update(deploymentsGVR, d, d.Namespace); err != nil {
+			return true, nil, err
+		}
+		return true, sc, nil
+	})
+	return c
+}
+
+func mustID(t *testing.T, s string) runtimeid.ID {
+	t.Helper()
+	id, err := runtimeid.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func TestCreateDeploymentWithService(t *testing.T) {
+	ctx := context.Background()
+	c := newFake()
+	rt := New(c, "k8s")
+	s := spec.ContainerSpec{Name: "web", Image: "nginx", ExposedPort: 80, ExposeService: true}
+	got, err := rt.Create(ctx, s, "team-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID.String() != "k8s-team-a|deployment|web" || got.UID == "" || got.Service != "web-svc" {
+		t.Fatalf("Create = %+v", got)
+	}
+	svc, err := c.CoreV1().Services("team-a").Get(ctx, "web-svc", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.Type != corev1.ServiceTypeClusterIP || svc.Labels[LabelWorkload] != "web" || svc.Spec.Selector[LabelWorkload] != "web" {
+		t.Errorf("service = %+v", svc)
+	}
+}
+
+func TestCreateJob(t *testing.T) {
+	c := newFake()
+	got, err := New(c, "k3s").Create(context.Background(), spec.ContainerSpec{Name: "batch-import-001", Image: "busybox", WorkloadKind: "job"}, "ai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID.String() != "k3s-ai|job|batch-import-001" {
+		t.Errorf("ID = %s", got.ID)
+	}
+	if _, err := c.BatchV1().Jobs("ai").Get(context.Background(), "batch-import-001", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCreateErrors(t *testing.T) {
+	gr := schema.GroupResource{Group: "", Resource: "services"}
+	tests := []struct {
+		name       string
+		spec       spec.ContainerSpec
+		reactVerb  string
+		reactRes   string
+		reactErr   error
+		existing   []k8sruntime.Object
+		wantErr    string
+		wantNoDeps bool
+		wantCalls  int // API actions made
+	}{
+		{name: "invalid spec makes no call", spec: spec.ContainerSpec{Name: "Bad_Name", Image: "x"}, wantErr: "Bad_Name", wantCalls: 0},
+		{name: "pull policy Never makes no call", spec: spec.ContainerSpec{Name: "x", Image: "x", PullPolicy: "Never"}, wantErr: "Never", wantCalls: 0},
+		{name: "already exists", spec: spec.ContainerSpec{Name: "web", Image: "x"},
+			existing: []k8sruntime.Object{&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}},
+			wantErr:  "already exists", wantCalls: 1},
+		{name: "forbidden", spec: spec.ContainerSpec{Name: "web", Image: "x"}, reactVerb: "create", reactRes: "deployments",
+			reactErr: apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web", errors.New("no RBAC")), wantErr: "forbidden", wantNoDeps: true, wantCalls: 1},
+		{name: "service fails: deployment rolled back", spec: spec.ContainerSpec{Name: "web", Image: "x", ExposedPort: 80, ExposeService: true},
+			reactVerb: "create", reactRes: "services", reactErr: apierrors.NewInternalError(errors.New("etcd down")), wantErr: "create service \"web-svc\"", wantNoDeps: true, wantCalls: 3},
+		{name: "service exists: deployment rolled back", spec: spec.ContainerSpec{Name: "web", Image: "x", ExposedPort: 80, ExposeService: true},
+			reactVerb: "create", reactRes: "services", reactErr: apierrors.NewAlreadyExists(gr, "web-svc"), wantErr: "already exists", wantNoDeps: true, wantCalls: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := newFake(tt.existing...)
+			if tt.reactErr != nil {
+				c.PrependReactor(tt.reactVerb, tt.reactRes, func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+					return true, nil, tt.reactErr
+				})
+			}
+			c.ClearActions()
+			_, err := New(c, "k8s").Create(ctx, tt.spec, "ns")
+			if err == nil || !contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+			if got := len(c.Actions()); got != tt.wantCalls {
+				t.Errorf("%d API actions, want %d: %v", got, tt.wantCalls, c.Actions())
+			}
+			if tt.wantNoDeps {
+				deps, _ := c.AppsV1().Deployments("ns").List(ctx, metav1.ListOptions{})
+				if len(deps.Items) != 0 {
+					t.Errorf("half-made deployment left: %v", deps.Items)
+				}
+			}
+		})
+	}
+}
+
+func TestStartStopDeployment(t *testing.T) {
+	ctx := context.Background()
+	c := newFake()
+	rt := New(c, "k8s")
+	created, err := rt.Create(ctx, spec.ContainerSpec{Name: "web", Image: "nginx"}, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	replicas := func() int32 {
+		d, err := c.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *d.Spec.Replicas
+	}
+	if found, err := rt.Stop(ctx, created.ID); err != nil || !found {
+		t.Fatalf("Stop = %v, %v", found, err)
+	}
+	if got := replicas(); got != 0 {
+		t.Errorf("after stop replicas = %d", got)
+	}
+	res, err := rt.Start(ctx, created.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := replicas(); got != 1 || res.UID != created.UID {
+		t.Errorf("after start replicas = %d uid %q (want %q)", got, res.UID, created.UID)
+	}
+}
+
+func TestScaleRetriesConflict(t *testing.T) {
+	ctx := context.Background()
+	c := newFake()
+	rt := New(c, "k8s")
+	created, err := rt.Create(ctx, spec.ContainerSpec{Name: "web", Image: "nginx"}, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conflicts := 2
+	c.PrependReactor("update", "deployments", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		if a.GetSubresource() == "scale" && conflicts > 0 {
+			conflicts--
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web", errors.New("modified"))
+		}
+		return false, nil, nil
+	})
+	if _, err := rt.Stop(ctx, created.ID); err != nil {
+		t.Fatalf("Stop with 2 conflicts: %v", err)
+	}
+	if conflicts != 0 {
+		t.Errorf("conflicts left %d", conflicts)
+	}
+}
+
+func TestStopMissingDeployment(t *testing.T) {
+	found, err := New(newFake(), "k8s").Stop(context.Background(), mustID(t, "k8s-default|deployment|nope"))
+	if found || err == nil || !apierrors.IsNotFound(err) {
+		t.Fatalf("Stop(missing) = %v, %v; want not found", found, err)
+	}
+}
+
+func TestJobStopStart(t *testing.T) {
+	ctx := context.Background()
+	c := newFake()
+	rt := New(c, "k8s")
+	s := spec.ContainerSpec{Name: "task", Image: "busybox", WorkloadKind: "job"}
+	created, err := rt.Create(ctx, s, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Start of a job that exists and runs: nothing to do.
+	res, err := rt.Start(ctx, created.ID, &s)
+	if err != nil || res.Recreated || res.UID != created.UID {
+		t.Fatalf("Start(existing) = %+v, %v", res, err)
+	}
+	c.ClearActions()
+	if found, err := rt.Stop(ctx, created.ID); err != nil || !found {
+		t.Fatalf("Stop = %v, %v", found, err)
+	}
+	del := c.Actions()[0].(k8stesting.DeleteAction)
+	if p := del.GetDeleteOptions().PropagationPolicy; p == nil || *p != metav1.DeletePropagationForeground {
+		t.Errorf("stop of a job must delete with foreground propagation, got %v", p)
+	}
+	// Gone and never recorded: a clear error.
+	if _, err := rt.Start(ctx, created.ID, nil); !errors.Is(err, ErrGone) {
+		t.Fatalf("Start(gone, no spec) = %v, want ErrGone", err)
+	}
+	// Gone but recorded: created again from the spec.
+	res, err = rt.Start(ctx, created.ID, &s)
+	if err != nil || !res.Recreated || res.UID == created.UID {
+		t.Fatalf("Start(gone, spec) = %+v, %v", res, err)
+	}
+}
+
+func TestStartFinishedJobRunsAgain(t *testing.T) {
+	ctx := context.Background()
+	done := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "task", Namespace: "default", UID: "old"},
+		Status:     batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}},
+	}
+	c := newFake(done)
+	s := spec.ContainerSpec{Name: "task", Image: "busybox", WorkloadKind: "job"}
+	res, err := New(c, "k8s").Start(ctx, mustID(t, "k8s-default|job|task"), &s)
+	if err != nil || !res.Recreated || res.UID == "old" {
+		t.Fatalf("Start(finished) = %+v, %v", res, err)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	ctx := context.Background()
+	c := newFake()
+	rt := New(c, "k8s")
+	created, err := rt.Create(ctx, spec.ContainerSpec{Name: "web", Image: "nginx", ExposedPort: 80, ExposeService: true}, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ClearActions()
+	found, err := rt.Delete(ctx, created.ID)
+	if err != nil || !found {
+		t.Fatalf("Delete = %v, %v", found, err)
+	}
+	acts := c.Actions()
+	if len(acts) != 2 || acts[0].GetResource().Resource != "services" || acts[1].GetResource().Resource != "deployments" {
+		t.Fatalf("want service then deployment deleted, got %v", acts)
+	}
+	// Deleting again: not found is fine, reported as not found.
+	found, err = rt.Delete(ctx, created.ID)
+	if err != nil || found {
+		t.Fatalf("second Delete = %v, %v", found, err)
+	}
+	// A server error is reported with the ID.
+	c.PrependReactor("delete", "deployments", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("apiserver overloaded")
+	})
+	if _, err := rt.Delete(ctx, created.ID); err == nil || !contains(err.Error(), created.ID.String()) {
+		t.Fatalf("Delete with 503 = %v", err)
+	}
+}
+
+func pod(name, ns, workload string, created time.Time, phase corev1.PodPhase) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{LabelWorkload: workload}, CreationTimestamp: metav1.NewTime(created)},
+		Spec:       corev1.PodSpec{NodeName: "node-" + name, Containers: []corev1.Container{{Name: workload, Image: "img:" + name}}},
+		Status: corev1.PodStatus{Phase: phase, PodIP: "10.0.0." + name[len(name)-1:],
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{RestartCount: 2}}},
+	}
+}
+
+func TestInspect(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	c := newFake(
+		pod("web-1", "default", "web", now.Add(-time.Hour), corev1.PodRunning),
+		pod("web-2", "default", "web", now, corev1.PodRunning),
+		pod("other-3", "default", "other", now.Add(time.Hour), corev1.PodRunning),
+	)
+	rt := New(c, "k8s")
+	if _, err := rt.Create(ctx, spec.ContainerSpec{Name: "web", Image: "nginx", ExposedPort: 80, ExposeService: true}, "default"); err != nil {
+		t.Fatal(err)
+	}
+	info, err := rt.Inspect(ctx, mustID(t, "k8s-default|deployment|web"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.PodName != "web-2" || info.NodeName != "node-web-2" || info.IPAddress != "web-svc.default.svc.cluster.local" ||
+		!info.Ready || info.Restarts != 2 || info.Image != "img:web-2" || !info.Exists {
+		t.Errorf("Inspect = %+v", info)
+	}
+	// A job reports its pod's IP.
+	c2 := newFake(pod("task-9", "default", "task", now, corev1.PodSucceeded))
+	rt2 := New(c2, "k8s")
+	if _, err := rt2.Create(ctx, spec.ContainerSpec{Name: "task", Image: "busybox", WorkloadKind: "job"}, "default"); err != nil {
+		t.Fatal(err)
+	}
+	info, err = rt2.Inspect(ctx, mustID(t, "k8s-default|job|task"))
+	if err != nil || info.IPAddress != "10.0.0.9" || info.PodPhase != "Succeeded" {
+		t.Errorf("Inspect(job) = %+v, %v", info, err)
+	}
+	// Gone from the cluster: not an error, Exists false.
+	info, err = rt2.Inspect(ctx, mustID(t, "k8s-default|job|gone"))
+	if err != nil || info.Exists {
+		t.Errorf("Inspect(gone) = %+v, %v", info, err)
+	}
+}
+
+func TestLogs(t *testing.T) {
+	ctx := context.Background()
+	c := newFake(pod("web-1", "default", "web", time.Now(), corev1.PodRunning))
+	var buf bytes.Buffer
+	if err := New(c, "k8s").Logs(ctx, mustID(t, "k8s-default|deployment|web"), LogOptions{Tail: 5, Timestamps: true}, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if buf.String() != "fake logs" {
+		t.Errorf("logs = %q", buf.String())
+	}
+	var get k8stesting.GenericAction
+	for _, a := range c.Actions() {
+		if a.GetSubresource() == "log" {
+			get = a.(k8stesting.GenericAction)
+		}
+	}
+	if get == nil {
+		t.Fatal("no pods/log request made")
+	}
+	opts := get.GetValue().(*corev1.PodLogOptions)
+	if opts.TailLines == nil || *opts.TailLines != 5 || !opts.Timestamps {
+		t.Errorf("log options = %+v", opts)
+	}
+	err := New(c, "k8s").Logs(ctx, mustID(t, "k8s-default|deployment|nopods"), LogOptions{Tail: DefaultTail}, &buf)
+	if !errors.Is(err, ErrNoPod) {
+		t.Errorf("Logs(no pods) = %v, want ErrNoPod", err)
+	}
+}
