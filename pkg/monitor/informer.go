@@ -1,0 +1,355 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
+)
+
+// syncResult reports the end of an informer's initial sync.
+type syncResult struct {
+	inf *informer
+	err error
+}
+
+// informerFor returns the informer of kind for namespace, creating and
+// starting it (and its factory) the first time. Its initial sync is awaited
+// in the background and reported on m.syncCh. Called by the control loop only.
+func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*informer, error) {
+	fns := namespace
+	if m.clusterWide {
+		fns = ""
+	}
+	ik := fns + "|" + kind
+	if inf := m.informers[ik]; inf != nil {
+		return inf, nil
+	}
+	f := m.factories[fns]
+	if f == nil {
+		opts := []informers.SharedInformerOption{
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = WorkloadLabel }),
+			informers.WithTransform(slim),
+		}
+		if fns != "" {
+			opts = append(opts, informers.WithNamespace(fns))
+		}
+		f = informers.NewSharedInformerFactoryWithOptions(m.client, 0, opts...)
+		m.factories[fns] = f
+	}
+	var si cache.SharedIndexInformer
+	switch kind {
+	case runtimeid.KindDeployment:
+		si = f.Apps().V1().Deployments().Informer()
+	case runtimeid.KindJob:
+		si = f.Batch().V1().Jobs().Informer()
+	default:
+		return nil, fmt.Errorf("monitor: unknown workload kind %q", kind)
+	}
+	inf := &informer{namespace: fns, kind: kind, inf: si}
+
+	// A list or watch refused by RBAC is retried forever by the reflector;
+	// report it instead so that Run fails fast.
+	denied := make(chan error, 1)
+	err := si.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			select {
+			case denied <- err:
+			default:
+			}
+			return
+		}
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("monitor: set up the %s informer: %w", kind, err)
+	}
+	_, err = si.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { m.onObject(kind, obj, false) },
+		UpdateFunc: func(_, obj any) { m.onObject(kind, obj, false) },
+		DeleteFunc: func(obj any) { m.onObject(kind, obj, true) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("monitor: set up the %s informer: %w", kind, err)
+	}
+	m.informers[ik] = inf
+	f.Start(ctx.Done())
+
+	m.bg.Add(1)
+	go func() {
+		defer m.bg.Done()
+		err := m.waitSynced(ctx, inf, denied)
+		select {
+		case m.syncCh <- syncResult{inf: inf, err: err}:
+		case <-ctx.Done():
+		}
+	}()
+	return inf, nil
+}
+
+// waitSynced waits for the informer's cache, at most Options.SyncTimeout.
+func (m *Monitor) waitSynced(ctx context.Context, inf *informer, denied <-chan error) error {
+	timer := time.NewTimer(m.opts.SyncTimeout)
+	defer timer.Stop()
+	resource := inf.kind + "s"
+	where, canI := fmt.Sprintf("in namespace %q", inf.namespace), fmt.Sprintf("-n %s", inf.namespace)
+	if inf.namespace == "" {
+		where, canI = "in all namespaces", "--all-namespaces"
+	}
+	select {
+	case <-inf.inf.HasSyncedChecker().Done():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case err := <-denied:
+		return fmt.Errorf("%s informer %s: list/watch %s is forbidden: %w: check access with 'kubectl auth can-i list %s %s' and 'kubectl auth can-i watch %s %s'",
+			inf.kind, where, resource, err, resource, canI, resource, canI)
+	case <-timer.C:
+		return fmt.Errorf("timed out after %s waiting for the %s informer %s to sync: check access with 'kubectl auth can-i list %s %s' and the connection to the cluster",
+			m.opts.SyncTimeout, inf.kind, where, resource, canI)
+	}
+}
+
+// onObject is every informer handler: it maps the object of a subscription
+// to an observation and enqueues it. No network or database I/O.
+func (m *Monitor) onObject(kind string, obj any, deleted bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj, deleted = t.Obj, true
+	}
+	meta, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	key := kind + "|" + meta.GetNamespace() + "|" + meta.GetName()
+	now := time.Now()
+	m.mu.Lock()
+	var items []item
+	if sub := m.subs[key]; sub != nil {
+		sub.outside = false
+		items = m.observeLocked(sub, obj, deleted, now)
+	}
+	m.mu.Unlock()
+	m.enqueue(items...)
+}
+
+// observeLocked turns what is known of sub's object into items for the
+// writer: a different UID than the subscription's means its object is gone
+// (ContainerDeleted for the old UID) and a new one took the name; then the
+// object's own observation, unless it repeats the last one.
+func (m *Monitor) observeLocked(sub *subscription, obj any, deleted bool, at time.Time) []item {
+	meta, ok := obj.(metav1.Object)
+	if !ok {
+		return nil
+	}
+	uid := string(meta.GetUID())
+	var items []item
+	add := func(o Observation) {
+		sub.last = o
+		items = append(items, item{ids: slices.Clone(sub.ids), obs: o, at: at})
+	}
+	if sub.uid != "" && uid != sub.uid {
+		if deleted {
+			return nil // an older or newer object of the same name went away
+		}
+		add(Deleted(types.UID(sub.uid)))
+		sub.uid = uid
+	}
+	firstUID := sub.uid == ""
+	if firstUID {
+		sub.uid = uid
+	}
+	var o Observation
+	if deleted {
+		o, ok = Deleted(types.UID(uid)), true
+	} else {
+		o, ok = observe(obj)
+	}
+	switch {
+	case ok && o != sub.last:
+		add(o) // carries the UID to the store
+	case firstUID && uid != "":
+		items = append(items, item{ids: slices.Clone(sub.ids), setUID: uid, at: at})
+	}
+	return items
+}
+
+// goneLocked is the observation of sub's object not found.
+func (m *Monitor) goneLocked(sub *subscription, at time.Time) []item {
+	o := Deleted(types.UID(sub.uid))
+	if o == sub.last {
+		return nil
+	}
+	sub.last = o
+	return []item{{ids: slices.Clone(sub.ids), obs: o, at: at}}
+}
+
+// observe maps a Deployment or a Job.
+func observe(obj any) (Observation, bool) {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return DeploymentEvent(o)
+	case *batchv1.Job:
+		return JobEvent(o)
+	}
+	return Observation{}, false
+}
+
+// snapshotAll checks, once, every subscription the informer serves.
+func (m *Monitor) snapshotAll(ctx context.Context, inf *informer) {
+	m.mu.Lock()
+	var subs []*subscription
+	for _, s := range m.subs {
+		if !s.snapshotted && s.id.Kind == inf.kind && (inf.namespace == "" || inf.namespace == s.id.Namespace) {
+			subs = append(subs, s)
+		}
+	}
+	m.mu.Unlock()
+	for _, s := range subs {
+		m.snapshot(ctx, inf, s)
+	}
+}
+
+// snapshot checks sub's object in the synced cache, so that what happened
+// before the subscription is not missed. An object missing from the cache is
+// confirmed with one GET in the background.
+func (m *Monitor) snapshot(ctx context.Context, inf *informer, sub *subscription) {
+	obj, exists, err := inf.inf.GetIndexer().GetByKey(sub.id.Namespace + "/" + sub.id.Name)
+	now := time.Now()
+	m.mu.Lock()
+	if m.subs[sub.id.Key()] != sub || sub.snapshotted {
+		m.mu.Unlock()
+		return
+	}
+	sub.snapshotted = true
+	if err == nil && exists {
+		items := m.observeLocked(sub, obj, false, now)
+		m.mu.Unlock()
+		m.enqueue(items...)
+		return
+	}
+	uid := sub.uid
+	m.inflight++
+	m.mu.Unlock()
+
+	m.bg.Add(1)
+	go m.confirmGone(ctx, sub, uid)
+}
+
+// confirmGone GETs an object missing from the cache (its label may have been
+// removed): NotFound records ContainerDeleted, a found object is observed,
+// transient errors are retried and any other outcome records nothing.
+func (m *Monitor) confirmGone(ctx context.Context, sub *subscription, uid string) {
+	defer m.bg.Done()
+	defer func() {
+		m.mu.Lock()
+		m.inflight--
+		m.mu.Unlock()
+		signal(m.wake)
+	}()
+	select {
+	case m.sem <- struct{}{}:
+		defer func() { <-m.sem }()
+	case <-ctx.Done():
+		return
+	}
+	obj, err := m.get(ctx, sub.id)
+	now := time.Now()
+	var items []item
+	m.mu.Lock()
+	if m.subs[sub.id.Key()] == sub {
+		switch {
+		case err == nil:
+			sub.outside = true
+			slimmed, _ := slim(obj)
+			items = m.observeLocked(sub, slimmed, false, now)
+		case apierrors.IsNotFound(err) && sub.uid == uid:
+			// Unless the informer saw an object of that name meanwhile.
+			items = m.goneLocked(sub, now)
+		}
+	}
+	m.mu.Unlock()
+	m.enqueue(items...)
+}
+
+// recheckOutside GETs again the objects the informers cannot see (their
+// label was removed), so that their end is not missed. Rare: one GET per
+// such object per heartbeat.
+func (m *Monitor) recheckOutside(ctx context.Context) {
+	m.mu.Lock()
+	var subs []*subscription
+	var uids []string
+	for _, s := range m.subs {
+		if s.outside {
+			subs = append(subs, s)
+			uids = append(uids, s.uid)
+		}
+	}
+	m.inflight += len(subs)
+	m.mu.Unlock()
+	for i, s := range subs {
+		m.bg.Add(1)
+		go m.confirmGone(ctx, s, uids[i])
+	}
+}
+
+// get reads the workload of id from the API server, retrying transient errors.
+func (m *Monitor) get(ctx context.Context, id runtimeid.ID) (any, error) {
+	var obj any
+	err := retry.OnError(m.getBackoff, func(err error) bool { return ctx.Err() == nil && transient(err) }, func() error {
+		switch id.Kind {
+		case runtimeid.KindDeployment:
+			d, err := m.client.AppsV1().Deployments(id.Namespace).Get(ctx, id.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			obj = d
+		case runtimeid.KindJob:
+			j, err := m.client.BatchV1().Jobs(id.Namespace).Get(ctx, id.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			obj = j
+		default:
+			return fmt.Errorf("unknown workload kind %q", id.Kind)
+		}
+		return nil
+	})
+	return obj, err
+}
+
+// transient reports whether err from the API server is worth retrying:
+// timeouts, throttling (429), server errors (5xx) and broken connections.
+// A transient error never becomes ContainerFailed or ContainerDeleted.
+func transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch {
+	case apierrors.IsServerTimeout(err), apierrors.IsTimeout(err), apierrors.IsTooManyRequests(err),
+		apierrors.IsInternalError(err), apierrors.IsServiceUnavailable(err), apierrors.IsUnexpectedServerError(err):
+		return true
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Code >= 500 {
+		return true
+	}
+	if utilnet.IsConnectionReset(err) || utilnet.IsConnectionRefused(err) || utilnet.IsProbableEOF(err) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

@@ -1,0 +1,97 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"testing"
+)
+
+// fill inserts n workloads in one transaction, a third of them exited.
+func fill(b *testing.B, s *Store, n int) []string {
+	b.Helper()
+	ctx := context.Background()
+	var ids []string
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		st, err := tx.PrepareContext(ctx, "INSERT INTO workloads ("+workloadColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, 0)")
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for i := range n {
+			w := workload(fmt.Sprintf("ns-%02d", i%50), []string{"deployment", "job"}[i%2], fmt.Sprintf("w-%05d", i))
+			w.Spec.Command = []string{"serve", "--port", "8080"}
+			w.Spec.Labels = map[string]string{"team": "data", "tier": "backend"}
+			sp, err := json.Marshal(w.Spec)
+			if err != nil {
+				return err
+			}
+			state := StateRunning
+			if i%3 == 0 {
+				state = StateExited
+			}
+			if _, err := st.ExecContext(ctx, w.RuntimeID, w.Runtime, w.Namespace, w.Kind, w.Name, fmt.Sprintf("uid-%d", i), string(sp), string(state), ""); err != nil {
+				return err
+			}
+			ids = append(ids, w.RuntimeID)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ids
+}
+
+// BenchmarkList10k is `ps -a` over 10,000 records.
+func BenchmarkList10k(b *testing.B) {
+	ctx := context.Background()
+	s, _ := openTest(b)
+	fill(b, s, 10000)
+	cpu := cpuTime()
+	for b.Loop() {
+		ws, err := s.List(ctx, Filter{All: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(ws) != 10000 {
+			b.Fatalf("%d records", len(ws))
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-cpu).Milliseconds())/float64(b.N), "cpu-ms/op")
+}
+
+// BenchmarkApplyBatch applies b.N transitions (each recorded) in batches of
+// 250 over 500 workloads.
+func BenchmarkApplyBatch(b *testing.B) {
+	ctx := context.Background()
+	s, _ := openTest(b)
+	ids := fill(b, s, 500)
+	cycle := []EventType{StartRequested, ContainerStarted, StopRequested, ContainerExited}
+	const batchSize = 250
+	var ts []Transition
+	next := 0
+	b.ResetTimer()
+	cpu := cpuTime()
+	for i := 0; i < b.N; i++ {
+		id := ids[next%len(ids)]
+		typ := cycle[(next/len(ids))%len(cycle)]
+		ts = append(ts, Transition{RuntimeID: id, Type: typ, Message: "bench"})
+		next++
+		if len(ts) == batchSize || i == b.N-1 {
+			as, err := s.ApplyBatch(ctx, ts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, a := range as {
+				if !a.Applied {
+					b.Fatalf("%s %s not applied (state %s)", a.Event.RuntimeID, a.Event.Type, a.Workload.State)
+				}
+			}
+			ts = ts[:0]
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "transitions/s")
+	b.ReportMetric(float64(b.N)/(cpuTime()-cpu).Seconds(), "transitions/cpu-s")
+}

@@ -1,0 +1,143 @@
+package store
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestLeases(t *testing.T) {
+	ctx := context.Background()
+	s, c := openTest(t)
+	host, _ := os.Hostname()
+	me := Owner{ID: "me", PID: os.Getpid(), Host: host}
+	// other is alive: it is this test process under another owner ID.
+	other := Owner{ID: "other", PID: os.Getpid(), Host: host}
+	const ttl = 30 * time.Second
+
+	got, err := s.AcquireLeases(ctx, me, []string{"a", "b", "a"}, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a", "b"}, got); diff != "" {
+		t.Errorf("first acquire (-want +got):\n%s", diff)
+	}
+
+	c.add(10 * time.Second)
+	got, err = s.AcquireLeases(ctx, other, []string{"a", "b", "c"}, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"c"}, got); diff != "" {
+		t.Errorf("conflicting acquire (-want +got):\n%s", diff)
+	}
+
+	// Acquiring again what one holds renews it.
+	got, err = s.AcquireLeases(ctx, me, []string{"a", "c"}, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a"}, got); diff != "" {
+		t.Errorf("re-acquire (-want +got):\n%s", diff)
+	}
+	holder, beat, ok, err := s.LeaseHolder(ctx, "a")
+	if err != nil || !ok {
+		t.Fatalf("LeaseHolder(a) = %v, %v", ok, err)
+	}
+	if diff := cmp.Diff(me, holder); diff != "" || !beat.Equal(t0.Add(10*time.Second)) {
+		t.Errorf("LeaseHolder(a) = %+v, %v; want me at t0+10s (%s)", holder, beat, diff)
+	}
+
+	// b's heartbeat is now 25s old: not stale yet. After a renewal of me's
+	// leases and 31s without one from other, other's c is stale and me's
+	// are not.
+	c.add(15 * time.Second)
+	if err := s.RenewLeases(ctx, me); err != nil {
+		t.Fatal(err)
+	}
+	c.add(31 * time.Second)
+	got, err = s.AcquireLeases(ctx, other, []string{"a", "b", "c"}, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a", "b", "c"}, got); diff != "" {
+		t.Errorf("after ttl (-want +got):\n%s", diff)
+	}
+	if err := s.RenewLeases(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.AcquireLeases(ctx, me, []string{"a", "b", "c"}, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{}, got); diff != "" {
+		t.Errorf("after renew (-want +got):\n%s", diff)
+	}
+
+	// Releasing: only one's own, some or all.
+	if err := s.ReleaseLeases(ctx, me, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, _ := s.LeaseHolder(ctx, "a"); !ok {
+		t.Error("another owner's lease was released")
+	}
+	if err := s.ReleaseLeases(ctx, other, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, _ := s.LeaseHolder(ctx, "a"); ok {
+		t.Error("lease a still held after its release")
+	}
+	if err := s.ReleaseLeases(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if _, _, ok, err := s.LeaseHolder(ctx, id); ok || err != nil {
+			t.Errorf("LeaseHolder(%s) = %v, %v after releasing all", id, ok, err)
+		}
+	}
+
+	if _, err := s.AcquireLeases(ctx, Owner{}, []string{"a"}, ttl); err == nil {
+		t.Error("AcquireLeases(owner without ID) succeeded")
+	}
+}
+
+func TestLeaseTakeoverFromDeadProcess(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("dead processes are only detected on unix")
+	}
+	ctx := context.Background()
+	s, _ := openTest(t)
+	host, _ := os.Hostname()
+	if host == "" {
+		t.Skip("no hostname")
+	}
+
+	// A process that has exited and been reaped.
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := Owner{ID: "dead", PID: cmd.Process.Pid, Host: host}
+	deadElsewhere := Owner{ID: "dead-elsewhere", PID: cmd.Process.Pid, Host: host + "-other"}
+	if _, err := s.AcquireLeases(ctx, dead, []string{"a"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireLeases(ctx, deadElsewhere, []string{"b"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+
+	me := Owner{ID: "me", PID: os.Getpid(), Host: host}
+	got, err := s.AcquireLeases(ctx, me, []string{"a", "b"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pid of another host says nothing about that host's processes.
+	if diff := cmp.Diff([]string{"a"}, got); diff != "" {
+		t.Errorf("acquire (-want +got):\n%s", diff)
+	}
+}

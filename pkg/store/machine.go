@@ -1,0 +1,226 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
+)
+
+// Next is the state machine: the state a workload of kind in state cur
+// moves to on an event of type t, and whether the event is recorded at all.
+// Requested events are always recorded. Observed events are not recorded
+// when they say nothing new: a start when the workload is not created or
+// starting, an exit or failure after a terminal state. A job deleted while
+// stopping (stop deletes the job) has exited; any other deletion ends in
+// deleted, and a deletion confirmed after that is recorded but changes
+// nothing. Adopted keeps the state (the caller sets it with Put). Unknown
+// types are not recorded.
+func Next(kind string, cur State, t EventType) (next State, record bool) {
+	switch t {
+	case Created:
+		return StateCreated, true
+	case StartRequested, ResumeRequested:
+		return StateStarting, true
+	case StopRequested, PauseRequested:
+		return StateStopping, true
+	case DeleteRequested:
+		return StateDeleted, true
+	case Adopted:
+		return cur, true
+	case ContainerStarted:
+		if cur == StateCreated || cur == StateStarting {
+			return StateRunning, true
+		}
+		return cur, false
+	case ContainerExited:
+		if cur.Terminal() {
+			return cur, false
+		}
+		return StateExited, true
+	case ContainerFailed:
+		if cur.Terminal() {
+			return cur, false
+		}
+		return StateFailed, true
+	case ContainerDeleted:
+		switch {
+		case cur == StateDeleted:
+			return cur, true
+		case kind == runtimeid.KindJob && cur == StateStopping:
+			return StateExited, true
+		default:
+			return StateDeleted, true
+		}
+	}
+	return cur, false
+}
+
+// stoppedMessage is the message of a job whose deletion completed a stop.
+const stoppedMessage = "stopped"
+
+// Applied is the outcome of one transition of ApplyBatch.
+type Applied struct {
+	// Event is the recorded event; when Applied is false it is the event
+	// that was not recorded, with Seq 0.
+	Event Event
+	// Applied reports whether the event was recorded (and the state moved).
+	Applied bool
+	// Workload is the record after the transition.
+	Workload Workload
+}
+
+// Apply records t and moves the workload's state (see Next). It returns the
+// recorded event and true, or the unrecorded event and false when t is
+// ignored: an observed event already recorded for this object and run (by any
+// process), one that says nothing new in the current state, or one about an
+// older object (its UID differs from the workload's). An unknown runtime ID
+// is an error wrapping ErrNotFound.
+func (s *Store) Apply(ctx context.Context, t Transition) (Event, bool, error) {
+	as, err := s.ApplyBatch(ctx, []Transition{t})
+	if err != nil {
+		return Event{}, false, err
+	}
+	return as[0].Event, as[0].Applied, nil
+}
+
+// ApplyBatch applies the transitions in order in one transaction: all of
+// them or, on an error (such as an unknown runtime ID, wrapping ErrNotFound),
+// none. The result has one Applied per transition.
+func (s *Store) ApplyBatch(ctx context.Context, ts []Transition) ([]Applied, error) {
+	for _, t := range ts {
+		if t.RuntimeID == "" {
+			return nil, errors.New("apply: empty runtime ID")
+		}
+		if !t.Type.known() {
+			return nil, fmt.Errorf("apply %s to %q: unknown event type", t.Type, t.RuntimeID)
+		}
+	}
+	if len(ts) == 0 {
+		return []Applied{}, nil
+	}
+	var out []Applied
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		a, err := newApplier(ctx, tx)
+		if err != nil {
+			return err
+		}
+		defer a.close()
+		now := s.now().UTC()
+		res := make([]Applied, 0, len(ts))
+		for _, t := range ts {
+			r, err := a.apply(ctx, t, now)
+			if err != nil {
+				return err
+			}
+			res = append(res, r)
+		}
+		out = res
+		return nil
+	})
+	if err != nil {
+		return nil, s.fail("apply events", err)
+	}
+	return out, nil
+}
+
+// applier holds the statements of one ApplyBatch transaction.
+type applier struct {
+	get, insert, insertObserved, update *sql.Stmt
+}
+
+func newApplier(ctx context.Context, tx *sql.Tx) (*applier, error) {
+	a := &applier{}
+	for _, p := range []struct {
+		stmt **sql.Stmt
+		q    string
+	}{
+		{&a.get, "SELECT " + workloadColumns + " FROM workloads WHERE runtime_id = ?"},
+		{&a.insert, insertEvent(false)},
+		{&a.insertObserved, insertEvent(true)},
+		{&a.update, "UPDATE workloads SET state = ?, message = ?, uid = ?, run = ?, updated_at = ? WHERE runtime_id = ?"},
+	} {
+		st, err := tx.PrepareContext(ctx, p.q)
+		if err != nil {
+			a.close()
+			return nil, err
+		}
+		*p.stmt = st
+	}
+	return a, nil
+}
+
+func (a *applier) close() {
+	for _, st := range []*sql.Stmt{a.get, a.insert, a.insertObserved, a.update} {
+		if st != nil {
+			st.Close()
+		}
+	}
+}
+
+func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Applied, error) {
+	w, err := scanWorkload(a.get.QueryRowContext(ctx, t.RuntimeID).Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Applied{}, &notFoundError{id: t.RuntimeID}
+	}
+	if err != nil {
+		return Applied{}, err
+	}
+	observed := t.Type.Observed()
+	ev := Event{RuntimeID: t.RuntimeID, Type: t.Type, Message: t.Message, UID: t.UID, Time: t.Time.UTC()}
+	if t.Time.IsZero() {
+		ev.Time = now
+	}
+	if ev.UID == "" {
+		ev.UID = w.UID // the event is about the current object
+	}
+	skip := Applied{Event: ev, Workload: w}
+	if observed && t.UID != "" && w.UID != "" && t.UID != w.UID {
+		return skip, nil // about an older object of the same name
+	}
+	next, record := Next(w.Kind, w.State, t.Type)
+	if !record {
+		return skip, nil
+	}
+
+	run := w.Run
+	if t.Type == StartRequested || t.Type == ResumeRequested {
+		run++
+	}
+	msg := t.Message
+	if t.Type == ContainerDeleted && next == StateExited && w.State == StateStopping {
+		msg = stoppedMessage
+		if ev.Message == "" {
+			ev.Message = stoppedMessage
+		}
+	}
+	uid := w.UID
+	if t.UID != "" && (!observed || uid == "") {
+		uid = t.UID
+	}
+
+	ins := a.insert
+	if observed {
+		ins = a.insertObserved
+	}
+	res, err := ins.ExecContext(ctx, ev.RuntimeID, string(ev.Type), ev.Message, ev.UID, run, observed, toDB(ev.Time))
+	if err != nil {
+		return Applied{}, err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return Applied{}, err
+	} else if n == 0 {
+		return skip, nil // already recorded, maybe by another process
+	}
+	if ev.Seq, err = res.LastInsertId(); err != nil {
+		return Applied{}, err
+	}
+	if _, err := a.update.ExecContext(ctx, string(next), msg, uid, run, toDB(now), w.RuntimeID); err != nil {
+		return Applied{}, err
+	}
+	w.State, w.Message, w.UID, w.Run, w.UpdatedAt = next, msg, uid, run, now
+	return Applied{Event: ev, Applied: true, Workload: w}, nil
+}

@@ -1,0 +1,380 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestNext(t *testing.T) {
+	const dep, job = "deployment", "job"
+	type row struct {
+		kind       string
+		cur        State
+		ev         EventType
+		want       State
+		wantRecord bool
+	}
+	tests := []row{
+		// Requested events are always recorded.
+		{dep, StateRunning, Created, StateCreated, true},
+		{dep, StateCreated, StartRequested, StateStarting, true},
+		{dep, StateExited, StartRequested, StateStarting, true},
+		{job, StateFailed, StartRequested, StateStarting, true},
+		{dep, StateStopping, ResumeRequested, StateStarting, true},
+		{dep, StateRunning, StopRequested, StateStopping, true},
+		{job, StateRunning, StopRequested, StateStopping, true},
+		{dep, StateRunning, PauseRequested, StateStopping, true},
+		{dep, StateRunning, DeleteRequested, StateDeleted, true},
+		{job, StateExited, DeleteRequested, StateDeleted, true},
+		{dep, StateRunning, Adopted, StateRunning, true},
+		{job, StateExited, Adopted, StateExited, true},
+
+		// ContainerStarted: only from created or starting.
+		{dep, StateCreated, ContainerStarted, StateRunning, true},
+		{dep, StateStarting, ContainerStarted, StateRunning, true},
+		{job, StateStarting, ContainerStarted, StateRunning, true},
+		{dep, StateRunning, ContainerStarted, StateRunning, false},
+		{dep, StateStopping, ContainerStarted, StateStopping, false},
+		{dep, StateExited, ContainerStarted, StateExited, false},
+		{job, StateFailed, ContainerStarted, StateFailed, false},
+		{dep, StateDeleted, ContainerStarted, StateDeleted, false},
+
+		// ContainerExited and ContainerFailed: from any non-terminal state.
+		{job, StateCreated, ContainerExited, StateExited, true},
+		{job, StateStarting, ContainerExited, StateExited, true},
+		{job, StateRunning, ContainerExited, StateExited, true},
+		{dep, StateStopping, ContainerExited, StateExited, true},
+		{job, StateExited, ContainerExited, StateExited, false},
+		{job, StateFailed, ContainerExited, StateFailed, false},
+		{job, StateDeleted, ContainerExited, StateDeleted, false},
+		{job, StateCreated, ContainerFailed, StateFailed, true},
+		{dep, StateStarting, ContainerFailed, StateFailed, true},
+		{job, StateRunning, ContainerFailed, StateFailed, true},
+		{job, StateStopping, ContainerFailed, StateFailed, true},
+		{job, StateExited, ContainerFailed, StateExited, false},
+		{job, StateFailed, ContainerFailed, StateFailed, false},
+		{dep, StateDeleted, ContainerFailed, StateDeleted, false},
+
+		// ContainerDeleted: a stopping job has exited; otherwise deleted.
+		{job, StateStopping, ContainerDeleted, StateExited, true},
+		{dep, StateStopping, ContainerDeleted, StateDeleted, true},
+		{job, StateRunning, ContainerDeleted, StateDeleted, true},
+		{dep, StateCreated, ContainerDeleted, StateDeleted, true},
+		{dep, StateStarting, ContainerDeleted, StateDeleted, true},
+		{job, StateExited, ContainerDeleted, StateDeleted, true},
+		{job, StateFailed, ContainerDeleted, StateDeleted, true},
+		{dep, StateDeleted, ContainerDeleted, StateDeleted, true},
+		{job, StateDeleted, ContainerDeleted, StateDeleted, true},
+
+		// Unknown types change nothing.
+		{dep, StateRunning, "Exploded", StateRunning, false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s %s %s", tt.kind, tt.cur, tt.ev), func(t *testing.T) {
+			next, record := Next(tt.kind, tt.cur, tt.ev)
+			if next != tt.want || record != tt.wantRecord {
+				t.Errorf("Next(%s, %s, %s) = %s, %v; want %s, %v", tt.kind, tt.cur, tt.ev, next, record, tt.want, tt.wantRecord)
+			}
+		})
+	}
+}
+
+// TestApply runs sequences of transitions from a fresh record (state created,
+// run 1) and checks what was recorded and the record at the end.
+func TestApply(t *testing.T) {
+	type want struct {
+		state   State
+		message string
+		uid     string
+		run     int
+	}
+	tests := []struct {
+		name        string
+		kind        string
+		uid         string // of the record
+		ts          []Transition
+		wantApplied []bool
+		want        want
+		wantEvents  []EventType // after Created
+	}{
+		{
+			name:        "deployment lifecycle",
+			kind:        "deployment",
+			ts:          []Transition{{Type: StartRequested}, {Type: ContainerStarted, Message: "1/1 ready", UID: "u1"}, {Type: StopRequested}, {Type: ContainerExited, Message: "scaled to 0"}},
+			wantApplied: []bool{true, true, true, true},
+			want:        want{StateExited, "scaled to 0", "u1", 2},
+			wantEvents:  []EventType{StartRequested, ContainerStarted, StopRequested, ContainerExited},
+		},
+		{
+			name:        "started once per run",
+			kind:        "deployment",
+			uid:         "u1",
+			ts:          []Transition{{Type: ContainerStarted}, {Type: ContainerStarted}, {Type: StartRequested}, {Type: ContainerStarted}, {Type: ContainerStarted}},
+			wantApplied: []bool{true, false, true, true, false},
+			want:        want{StateRunning, "", "u1", 2},
+			wantEvents:  []EventType{ContainerStarted, StartRequested, ContainerStarted},
+		},
+		{
+			name:        "no start after a terminal event",
+			kind:        "job",
+			uid:         "u1",
+			ts:          []Transition{{Type: ContainerFailed, Message: "exit code 1"}, {Type: ContainerStarted}, {Type: ContainerExited}},
+			wantApplied: []bool{true, false, false},
+			want:        want{StateFailed, "exit code 1", "u1", 1},
+			wantEvents:  []EventType{ContainerFailed},
+		},
+		{
+			name:        "stopping a job deletes it",
+			kind:        "job",
+			uid:         "u1",
+			ts:          []Transition{{Type: ContainerStarted}, {Type: StopRequested}, {Type: ContainerDeleted}},
+			wantApplied: []bool{true, true, true},
+			want:        want{StateExited, "stopped", "u1", 1},
+			wantEvents:  []EventType{ContainerStarted, StopRequested, ContainerDeleted},
+		},
+		{
+			name:        "deletion confirmed once",
+			kind:        "deployment",
+			uid:         "u1",
+			ts:          []Transition{{Type: DeleteRequested, Message: "deleting"}, {Type: ContainerDeleted, Message: "gone"}, {Type: ContainerDeleted, Message: "gone"}},
+			wantApplied: []bool{true, true, false},
+			want:        want{StateDeleted, "gone", "u1", 1},
+			wantEvents:  []EventType{DeleteRequested, ContainerDeleted},
+		},
+		{
+			name:        "deleted behind our back",
+			kind:        "deployment",
+			uid:         "u1",
+			ts:          []Transition{{Type: ContainerStarted}, {Type: ContainerDeleted, Message: "deleted outside gobrave"}},
+			wantApplied: []bool{true, true},
+			want:        want{StateDeleted, "deleted outside gobrave", "u1", 1},
+			wantEvents:  []EventType{ContainerStarted, ContainerDeleted},
+		},
+		{
+			name:        "first observed UID is kept",
+			kind:        "job",
+			ts:          []Transition{{Type: ContainerStarted, UID: "u1"}, {Type: ContainerExited, UID: "u2"}, {Type: ContainerExited, UID: "u1"}},
+			wantApplied: []bool{true, false, true},
+			want:        want{StateExited, "", "u1", 1},
+			wantEvents:  []EventType{ContainerStarted, ContainerExited},
+		},
+		{
+			name:        "stale UID ignored",
+			kind:        "deployment",
+			uid:         "new",
+			ts:          []Transition{{Type: ContainerDeleted, UID: "old"}, {Type: ContainerFailed, UID: "old"}, {Type: ContainerStarted, UID: "new"}},
+			wantApplied: []bool{false, false, true},
+			want:        want{StateRunning, "", "new", 1},
+			wantEvents:  []EventType{ContainerStarted},
+		},
+		{
+			name:        "requested UID replaces the record's",
+			kind:        "deployment",
+			uid:         "old",
+			ts:          []Transition{{Type: Adopted, UID: "new", Message: "adopted"}},
+			wantApplied: []bool{true},
+			want:        want{StateCreated, "adopted", "new", 1},
+			wantEvents:  []EventType{Adopted},
+		},
+		{
+			name:        "resume after pause",
+			kind:        "deployment",
+			uid:         "u1",
+			ts:          []Transition{{Type: ContainerStarted}, {Type: PauseRequested}, {Type: ContainerExited}, {Type: ResumeRequested}, {Type: ContainerStarted}},
+			wantApplied: []bool{true, true, true, true, true},
+			want:        want{StateRunning, "", "u1", 2},
+			wantEvents:  []EventType{ContainerStarted, PauseRequested, ContainerExited, ResumeRequested, ContainerStarted},
+		},
+	}
+	for _, tt := range tests {
+		for _, batch := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/batch=%v", tt.name, batch), func(t *testing.T) {
+				ctx := context.Background()
+				s, _ := openTest(t)
+				w := workload("default", tt.kind, "w")
+				w.UID = tt.uid
+				mustPut(t, s, w)
+				for i := range tt.ts {
+					tt.ts[i].RuntimeID = w.RuntimeID
+				}
+
+				var applied []bool
+				var last Workload
+				if batch {
+					as, err := s.ApplyBatch(ctx, tt.ts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, a := range as {
+						applied = append(applied, a.Applied)
+						if a.Applied != (a.Event.Seq != 0) {
+							t.Errorf("Applied %v with event seq %d", a.Applied, a.Event.Seq)
+						}
+						last = a.Workload
+					}
+				} else {
+					for _, tr := range tt.ts {
+						ev, ok, err := s.Apply(ctx, tr)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if ok != (ev.Seq != 0) || ev.Type != tr.Type {
+							t.Errorf("Apply(%s) = %+v, %v", tr.Type, ev, ok)
+						}
+						applied = append(applied, ok)
+					}
+				}
+				if diff := cmp.Diff(tt.wantApplied, applied); diff != "" {
+					t.Errorf("applied (-want +got):\n%s", diff)
+				}
+
+				got, err := s.Get(ctx, w.RuntimeID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tt.want, want{got.State, got.Message, got.UID, got.Run}, cmp.AllowUnexported(want{})); diff != "" {
+					t.Errorf("record (-want +got):\n%s", diff)
+				}
+				if batch {
+					if diff := cmp.Diff(got, last); diff != "" {
+						t.Errorf("last Applied.Workload differs from Get (-get +applied):\n%s", diff)
+					}
+				}
+				evs, err := s.Events(ctx, w.RuntimeID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var types []EventType
+				for _, e := range evs[1:] {
+					types = append(types, e.Type)
+				}
+				if diff := cmp.Diff(tt.wantEvents, types); diff != "" {
+					t.Errorf("events after Created (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+func TestApplyBatchIsAtomic(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	w := workload("default", "job", "j")
+	mustPut(t, s, w)
+	_, err := s.ApplyBatch(ctx, []Transition{
+		{RuntimeID: w.RuntimeID, Type: StartRequested},
+		{RuntimeID: "k8s-default|job|missing", Type: ContainerStarted},
+	})
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("ApplyBatch() = %v, want ErrNotFound", err)
+	}
+	evs, err := s.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 {
+		t.Errorf("%d events after a failed batch, want only Created", len(evs))
+	}
+	if _, err := s.ApplyBatch(ctx, []Transition{{RuntimeID: w.RuntimeID, Type: "Exploded"}}); err == nil {
+		t.Error("ApplyBatch(unknown type) succeeded")
+	}
+	if as, err := s.ApplyBatch(ctx, nil); err != nil || len(as) != 0 {
+		t.Errorf("ApplyBatch(nil) = %v, %v", as, err)
+	}
+}
+
+// TestObservedIdempotentAcrossStores has two stores on one file (two
+// processes) apply the same observed events at once: each is recorded once.
+func TestObservedIdempotentAcrossStores(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	a, _ := openAt(t, path)
+	b, _ := openAt(t, path)
+
+	const n = 50
+	var ids []string
+	for i := range n {
+		w := workload("default", "job", fmt.Sprintf("j%02d", i))
+		w.UID = fmt.Sprintf("uid-%d", i)
+		mustPut(t, a, w)
+		ids = append(ids, w.RuntimeID)
+	}
+	// The same transitions twice in each store: started, then deleted.
+	var ts []Transition
+	for i, id := range ids {
+		uid := fmt.Sprintf("uid-%d", i)
+		ts = append(ts,
+			Transition{RuntimeID: id, Type: ContainerStarted, UID: uid},
+			Transition{RuntimeID: id, Type: ContainerDeleted, UID: uid},
+		)
+	}
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	recorded := 0
+	for _, s := range []*Store{a, b, a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, tr := range ts {
+				_, ok, err := s.Apply(ctx, tr)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if ok {
+					mu.Lock()
+					recorded++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if recorded != 2*n {
+		t.Errorf("%d transitions applied, want %d", recorded, 2*n)
+	}
+	for _, id := range ids {
+		for _, typ := range []EventType{ContainerStarted, ContainerDeleted} {
+			if got := countEvents(t, a.db, id, typ); got > 1 {
+				t.Errorf("%s: %d %s events, want at most 1", id, got, typ)
+			}
+		}
+		if got := countEvents(t, a.db, id, ContainerDeleted); got != 1 {
+			t.Errorf("%s: %d ContainerDeleted events, want 1", id, got)
+		}
+	}
+}
+
+// TestObservedUniqueIndex checks the database itself refuses a second copy of
+// an observed event, whatever the state says.
+func TestObservedUniqueIndex(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	w := workload("default", "deployment", "d")
+	w.UID = "u"
+	mustPut(t, s, w)
+	for range 2 {
+		if _, err := s.db.ExecContext(ctx, insertEvent(true), w.RuntimeID, string(ContainerDeleted), "", "u", 1, true, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := countEvents(t, s.db, w.RuntimeID, ContainerDeleted); got != 1 {
+		t.Errorf("%d copies of an observed event, want 1", got)
+	}
+	// Requested events are never deduplicated.
+	for range 2 {
+		if _, err := s.db.ExecContext(ctx, insertEvent(false), w.RuntimeID, string(StopRequested), "", "u", 1, false, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := countEvents(t, s.db, w.RuntimeID, StopRequested); got != 2 {
+		t.Errorf("%d requested events, want 2", got)
+	}
+}

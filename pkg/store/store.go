@@ -1,0 +1,295 @@
+// Package store records the workloads kubectl-gobrave manages, their event
+// history and the monitor leases in a local SQLite database (modernc.org/sqlite,
+// no cgo). It is the only place SQL lives.
+//
+// Several kubectl-gobrave processes may use the same file at once: writes run
+// in BEGIN IMMEDIATE transactions under a busy timeout (and are retried on
+// SQLITE_BUSY), the journal is WAL, and observed events are idempotent through
+// a unique index, so two monitors seeing the same thing record it once.
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// ErrNewerSchema is wrapped when the database was written by a newer
+// kubectl-gobrave whose schema this binary does not know.
+var ErrNewerSchema = errors.New("state database schema is newer than this binary")
+
+// ErrCorrupt is wrapped when the file is not an SQLite database or is damaged.
+var ErrCorrupt = errors.New("state database is corrupt")
+
+const (
+	busyTimeout = 10 * time.Second
+	// busyRetries is how many times a write transaction that still failed
+	// with SQLITE_BUSY after the busy timeout is tried again.
+	busyRetries  = 4
+	maxOpenConns = 4
+)
+
+// Store is an open state database. It is safe for concurrent use.
+type Store struct {
+	db   *sql.DB
+	path string
+	host string // os.Hostname, "" when unknown
+
+	// writeMu serialises this process's write transactions so that they
+	// queue in Go rather than in SQLite's sleeping busy handler; other
+	// processes are kept out by BEGIN IMMEDIATE and busy_timeout.
+	writeMu sync.Mutex
+
+	now func() time.Time // the clock, replaced in tests
+}
+
+// Open opens the state database at path, creating it (folder mode 0700,
+// file mode 0600) and applying the embedded migrations when needed.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("open state database: empty path")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create the state database folder: %w (fix its permissions or point --state-db elsewhere)", err)
+	}
+	if err := precheck(path); err != nil {
+		return nil, err
+	}
+	dsn, err := dataSourceName(path)
+	if err != nil {
+		return nil, fmt.Errorf("open state database %s: %w", path, err)
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open state database %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(maxOpenConns)
+	db.SetMaxIdleConns(maxOpenConns)
+	db.SetConnMaxIdleTime(time.Minute)
+
+	host, _ := os.Hostname()
+	s := &Store{db: db, path: path, host: host, now: time.Now}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// precheck creates the file with mode 0600 when missing, and refuses what
+// cannot be opened for writing or is plainly not an SQLite database, naming
+// the file; SQLite's own errors on such files are less helpful.
+func precheck(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("state database %s is not writable: %w (fix its permissions or point --state-db elsewhere)", path, err)
+		}
+		return fmt.Errorf("open state database %s: %w (point --state-db elsewhere)", path, err)
+	}
+	defer f.Close()
+	header := make([]byte, 100)
+	n, err := io.ReadFull(f, header)
+	switch {
+	case n == 0 && errors.Is(err, io.EOF):
+		return nil // a new, empty database
+	case err != nil && !errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("read state database %s: %w", path, err)
+	case n < len(header) || !bytes.HasPrefix(header, []byte("SQLite format 3\x00")):
+		return &dbError{
+			is:  ErrCorrupt,
+			msg: fmt.Sprintf("state database %s is not an SQLite database: move it aside or point --state-db elsewhere", path),
+		}
+	}
+	return nil
+}
+
+// dataSourceName builds a file: URI for path with the connection settings.
+func dataSourceName(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // C:/x on windows
+	}
+	u := url.URL{Scheme: "file", Path: p}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	return u.String() + "?" + q.Encode(), nil
+}
+
+// Path returns the file the store was opened from.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close state database %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// SchemaVersion returns the schema version recorded in the file (PRAGMA user_version).
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return 0, s.fail("read schema version", err)
+	}
+	return v, nil
+}
+
+// IntegrityCheck runs PRAGMA integrity_check and wraps ErrCorrupt when it
+// finds a problem.
+func (s *Store) IntegrityCheck(ctx context.Context) error {
+	rows, err := s.db.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return s.fail("integrity check", err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return s.fail("integrity check", err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s.fail("integrity check", err)
+	}
+	if len(problems) > 0 {
+		return &dbError{
+			is: ErrCorrupt,
+			msg: fmt.Sprintf("state database %s failed its integrity check (%s): move it aside or point --state-db elsewhere",
+				s.path, strings.Join(problems, "; ")),
+		}
+	}
+	return nil
+}
+
+// dbError is an error with a message of its own that matches a sentinel and
+// keeps its cause.
+type dbError struct {
+	is    error
+	msg   string
+	cause error
+}
+
+func (e *dbError) Error() string { return e.msg }
+
+func (e *dbError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{e.is}
+	}
+	return []error{e.is, e.cause}
+}
+
+// notFoundError names the missing runtime ID.
+type notFoundError struct{ id string }
+
+func (e *notFoundError) Error() string {
+	return fmt.Sprintf("runtime ID %q is not in the state database (see 'kubectl gobrave ps -a')", e.id)
+}
+
+func (e *notFoundError) Unwrap() error { return ErrNotFound }
+
+// sqliteCode returns the primary result code of an SQLite error, 0 for other errors.
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() & 0xff
+	}
+	return 0
+}
+
+func isBusy(err error) bool {
+	c := sqliteCode(err)
+	return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+}
+
+// fail turns an error from SQLite into one that names the file and says what
+// to do; errors of this package (not found, validation) pass unchanged.
+func (s *Store) fail(op string, err error) error {
+	switch sqliteCode(err) {
+	case 0:
+		var de *dbError
+		var nf *notFoundError
+		if errors.As(err, &de) || errors.As(err, &nf) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return fmt.Errorf("%s: %w", op, err)
+	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+		return &dbError{
+			is:    ErrCorrupt,
+			msg:   fmt.Sprintf("state database %s is damaged or not a database (%v): move it aside or point --state-db elsewhere", s.path, err),
+			cause: err,
+		}
+	case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_CANTOPEN:
+		return fmt.Errorf("state database %s is not writable (%w): fix the permissions of the file and its folder or point --state-db elsewhere", s.path, err)
+	case sqlite3.SQLITE_FULL:
+		return fmt.Errorf("state database %s: %s: %w (free some disk space)", s.path, op, err)
+	default:
+		return fmt.Errorf("state database %s: %s: %w", s.path, op, err)
+	}
+}
+
+// write runs fn in an immediate transaction, retrying it when SQLite still
+// reports SQLITE_BUSY after the busy timeout. fn may run more than once and
+// must not keep results of a failed attempt.
+func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	delay := 20 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		err := s.inTx(ctx, fn)
+		if err == nil || !isBusy(err) || attempt == busyRetries {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		delay *= 2
+	}
+}
+
+func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// Time is stored as unix nanoseconds.
+func toDB(t time.Time) int64 { return t.UnixNano() }
+
+func fromDB(n int64) time.Time { return time.Unix(0, n).UTC() }

@@ -1,0 +1,315 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+)
+
+const workloadColumns = "runtime_id, runtime, namespace, kind, name, uid, spec, state, message, run, created_at, updated_at"
+
+// Put records w, or resets the record with the same runtime ID (a workload
+// deleted and created again under the same name): the row takes w's UID,
+// spec, state and message, Run becomes the old Run+1 (1 for a new record)
+// and CreatedAt w.CreatedAt, or now when zero. The old events stay in the
+// history. ev (normally Created; an empty Type means Created) is appended in
+// the same transaction. w.State defaults to created and w.Message to
+// ev.Message.
+func (s *Store) Put(ctx context.Context, w Workload, ev Transition) error {
+	if w.RuntimeID == "" {
+		return errors.New("put workload: empty runtime ID")
+	}
+	if ev.RuntimeID == "" {
+		ev.RuntimeID = w.RuntimeID
+	}
+	if ev.RuntimeID != w.RuntimeID {
+		return fmt.Errorf("put workload %q: event is for runtime ID %q", w.RuntimeID, ev.RuntimeID)
+	}
+	if ev.Type == "" {
+		ev.Type = Created
+	}
+	if !ev.Type.known() {
+		return fmt.Errorf("put workload %q: unknown event type %q", w.RuntimeID, ev.Type)
+	}
+	if w.State == "" {
+		w.State = StateCreated
+	}
+	if !w.State.known() {
+		return fmt.Errorf("put workload %q: unknown state %q", w.RuntimeID, w.State)
+	}
+	if w.Message == "" {
+		w.Message = ev.Message
+	}
+	if ev.UID == "" {
+		ev.UID = w.UID
+	}
+	specJSON, err := json.Marshal(w.Spec)
+	if err != nil {
+		return fmt.Errorf("put workload %q: encode spec: %w", w.RuntimeID, err)
+	}
+	now := s.now().UTC()
+	created := w.CreatedAt
+	if created.IsZero() {
+		created = now
+	}
+	evTime := ev.Time
+	if evTime.IsZero() {
+		evTime = now
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		var run int
+		err := tx.QueryRowContext(ctx, `
+INSERT INTO workloads (`+workloadColumns+`)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
+ON CONFLICT (runtime_id) DO UPDATE SET
+	runtime = excluded.runtime, namespace = excluded.namespace, kind = excluded.kind,
+	name = excluded.name, uid = excluded.uid, spec = excluded.spec, state = excluded.state,
+	message = excluded.message, run = workloads.run + 1,
+	created_at = excluded.created_at, updated_at = excluded.updated_at
+RETURNING run`,
+			w.RuntimeID, w.Runtime, w.Namespace, w.Kind, w.Name, w.UID, string(specJSON),
+			string(w.State), w.Message, toDB(created), toDB(now)).Scan(&run)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, insertEvent(ev.Type.Observed()),
+			ev.RuntimeID, string(ev.Type), ev.Message, ev.UID, run, ev.Type.Observed(), toDB(evTime))
+		return err
+	})
+	if err != nil {
+		return s.fail(fmt.Sprintf("put workload %q", w.RuntimeID), err)
+	}
+	return nil
+}
+
+func insertEvent(observed bool) string {
+	verb := "INSERT"
+	if observed {
+		verb = "INSERT OR IGNORE" // the unique index events_observed_once
+	}
+	return verb + " INTO events (runtime_id, type, message, uid, run, observed, time) VALUES (?, ?, ?, ?, ?, ?, ?)"
+}
+
+// Get returns the workload with the runtime ID, or an error wrapping ErrNotFound.
+func (s *Store) Get(ctx context.Context, runtimeID string) (Workload, error) {
+	row := s.db.QueryRowContext(ctx, "SELECT "+workloadColumns+" FROM workloads WHERE runtime_id = ?", runtimeID)
+	w, err := scanWorkload(row.Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Workload{}, &notFoundError{id: runtimeID}
+	}
+	if err != nil {
+		return Workload{}, s.fail(fmt.Sprintf("get %q", runtimeID), err)
+	}
+	return w, nil
+}
+
+// List returns the workloads f selects, sorted by namespace, kind, name and
+// runtime ID.
+func (s *Store) List(ctx context.Context, f Filter) ([]Workload, error) {
+	var where []string
+	var args []any
+	switch {
+	case len(f.States) > 0:
+		where = append(where, "state IN ("+placeholders(len(f.States))+")")
+		for _, st := range f.States {
+			args = append(args, string(st))
+		}
+	case !f.All:
+		where = append(where, "state NOT IN (?, ?, ?)")
+		args = append(args, string(StateExited), string(StateFailed), string(StateDeleted))
+	}
+	for _, c := range []struct{ col, val string }{
+		{"runtime", f.Runtime}, {"namespace", f.Namespace}, {"kind", f.Kind}, {"name", f.Name},
+	} {
+		if c.val != "" {
+			where = append(where, c.col+" = ?")
+			args = append(args, c.val)
+		}
+	}
+	q := "SELECT " + workloadColumns + " FROM workloads"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY namespace, kind, name, runtime_id"
+
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, s.fail("list workloads", err)
+	}
+	defer rows.Close()
+	// Decoding the specs costs more than reading the rows: read all rows
+	// first, then decode on every CPU.
+	ws := []Workload{}
+	var specs [][]byte
+	for rows.Next() {
+		var spec []byte
+		w, err := scanRow(rows.Scan, &spec)
+		if err != nil {
+			return nil, s.fail("list workloads", err)
+		}
+		ws = append(ws, w)
+		specs = append(specs, spec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("list workloads", err)
+	}
+	if err := decodeSpecs(ws, specs); err != nil {
+		return nil, s.fail("list workloads", err)
+	}
+	return ws, nil
+}
+
+// decodeSpecs decodes specs[i] into ws[i].Spec, in parallel for many rows.
+func decodeSpecs(ws []Workload, specs [][]byte) error {
+	const perWorker = 1000
+	workers := min(runtime.GOMAXPROCS(0), (len(ws)+perWorker-1)/perWorker)
+	if workers <= 1 {
+		return decodeRange(ws, specs, 0, len(ws))
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	chunk := (len(ws) + workers - 1) / workers
+	for i := range workers {
+		lo, hi := i*chunk, min((i+1)*chunk, len(ws))
+		wg.Go(func() { errs[i] = decodeRange(ws, specs, lo, hi) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func decodeRange(ws []Workload, specs [][]byte, lo, hi int) error {
+	for i := lo; i < hi; i++ {
+		if err := json.Unmarshal(specs[i], &ws[i].Spec); err != nil {
+			return fmt.Errorf("decode the spec of %q: %w", ws[i].RuntimeID, err)
+		}
+	}
+	return nil
+}
+
+// FindByName returns every record named name, in any runtime, namespace,
+// kind and state, in the order of List. It resolves a bare NAME argument.
+func (s *Store) FindByName(ctx context.Context, name string) ([]Workload, error) {
+	if name == "" {
+		return nil, errors.New("find workload: empty name")
+	}
+	return s.List(ctx, Filter{All: true, Name: name})
+}
+
+// SetUID records the Kubernetes UID of the workload's current object.
+func (s *Store) SetUID(ctx context.Context, runtimeID, uid string) error {
+	now := s.now().UTC()
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE workloads SET uid = ?, updated_at = ? WHERE runtime_id = ?", uid, toDB(now), runtimeID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return &notFoundError{id: runtimeID}
+		}
+		return nil
+	})
+	if err != nil {
+		return s.fail(fmt.Sprintf("set UID of %q", runtimeID), err)
+	}
+	return nil
+}
+
+// Events returns the history of the runtime IDs (of every workload when none
+// is given), oldest first.
+func (s *Store) Events(ctx context.Context, runtimeIDs ...string) ([]Event, error) {
+	q := "SELECT seq, runtime_id, type, message, uid, time FROM events"
+	var args []any
+	if len(runtimeIDs) > 0 {
+		q += " WHERE runtime_id IN (" + placeholders(len(runtimeIDs)) + ")"
+		for _, id := range runtimeIDs {
+			args = append(args, id)
+		}
+	}
+	return s.queryEvents(ctx, q+" ORDER BY seq", args...)
+}
+
+// EventsSince returns the events recorded after the one with sequence number
+// afterSeq (by any process), oldest first. Poll it with the Seq of the last
+// event seen; 0 returns the whole history.
+func (s *Store) EventsSince(ctx context.Context, afterSeq int64) ([]Event, error) {
+	return s.queryEvents(ctx, "SELECT seq, runtime_id, type, message, uid, time FROM events WHERE seq > ? ORDER BY seq", afterSeq)
+}
+
+func (s *Store) queryEvents(ctx context.Context, q string, args ...any) ([]Event, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, s.fail("read events", err)
+	}
+	defer rows.Close()
+	evs := []Event{}
+	for rows.Next() {
+		var e Event
+		var typ string
+		var t int64
+		if err := rows.Scan(&e.Seq, &e.RuntimeID, &typ, &e.Message, &e.UID, &t); err != nil {
+			return nil, s.fail("read events", err)
+		}
+		e.Type = EventType(typ)
+		e.Time = fromDB(t)
+		evs = append(evs, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("read events", err)
+	}
+	return evs, nil
+}
+
+// scanWorkload reads the workloadColumns of one row and decodes its spec.
+func scanWorkload(scan func(...any) error) (Workload, error) {
+	var spec []byte
+	w, err := scanRow(scan, &spec)
+	if err != nil {
+		return Workload{}, err
+	}
+	if err := json.Unmarshal(spec, &w.Spec); err != nil {
+		return Workload{}, fmt.Errorf("decode the spec of %q: %w", w.RuntimeID, err)
+	}
+	return w, nil
+}
+
+// scanRow reads the workloadColumns of one row, leaving the spec JSON in spec.
+func scanRow(scan func(...any) error, spec *[]byte) (Workload, error) {
+	var w Workload
+	var state string
+	var created, updated int64
+	if err := scan(&w.RuntimeID, &w.Runtime, &w.Namespace, &w.Kind, &w.Name, &w.UID, spec,
+		&state, &w.Message, &w.Run, &created, &updated); err != nil {
+		return Workload{}, err
+	}
+	w.State = State(state)
+	w.CreatedAt = fromDB(created)
+	w.UpdatedAt = fromDB(updated)
+	return w, nil
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+func (s State) known() bool {
+	switch s {
+	case StateCreated, StateStarting, StateRunning, StateStopping, StateExited, StateFailed, StateDeleted:
+		return true
+	}
+	return false
+}
+
+func (t EventType) known() bool {
+	switch t {
+	case Created, StartRequested, StopRequested, PauseRequested, ResumeRequested, DeleteRequested, Adopted:
+		return true
+	}
+	return t.Observed()
+}
