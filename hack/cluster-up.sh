@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Starts a throwaway Kubernetes control plane for the e2e tests and benchmarks: a kwokctl cluster
+# with the binary runtime (real etcd, kube-apiserver, kube-controller-manager and kube-scheduler
+# built by hack/testbin.sh, plus kwok's fake kubelets), every listener on 127.0.0.1, no Docker.
+#
+#   hack/cluster-up.sh [--nodes N] [--disable-qps-limits] [NAME]
+#
+#   NAME                  cluster name (default gobrave-<random>)
+#   --nodes N             fake nodes to create (default $GOBRAVE_NODES or 2; each admits 110 pods)
+#   --disable-qps-limits  lift the components' client rate limits (benchmarks)
+#   GOBRAVE_CLUSTER_DIR   work folder to use instead of a new mktemp -d folder
+#   GOBRAVE_KEEP_FAILED=1 leave a cluster that failed to start in place for debugging
+#
+# Progress goes to stderr; the last (only) line on stdout is the kubeconfig path. The kubeconfig
+# has two contexts for the same cluster: kwok-NAME (current) and gobrave-k3s.
+# ~/.kube/config is never touched. The work folder ($KWOK_WORKDIR) holds:
+#   cluster.env              KWOK_WORKDIR, GOBRAVE_CLUSTER_NAME, GOBRAVE_TESTBIN, KUBECONFIG
+#   kwok.yaml                KwokctlConfiguration, the stages from hack/kwok/, ClusterLogs, ClusterExec
+#   logs/pod.log             the log every pod's containers show (CRI format, see docs/testing.md)
+#   exec/                    the folder `kubectl exec` commands run in, on this host
+#   clusters/NAME/           kwokctl's files: kubeconfig.yaml, logs/ of every component, pids/
+#
+# Remove it with hack/cluster-down.sh WORKDIR_OR_KUBECONFIG; callers should put that in a trap.
+# See docs/testing.md for the stages and the test labels.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+log() { echo "cluster-up: $*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+nodes=${GOBRAVE_NODES:-2}
+qps=false
+name=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --nodes) [ $# -ge 2 ] || die "--nodes needs a number"; nodes=$2; shift 2 ;;
+    --nodes=*) nodes=${1#*=}; shift ;;
+    --disable-qps-limits) qps=true; shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 0 ;;
+    -*) die "unknown flag $1 (see --help)" ;;
+    *) [ -z "$name" ] || die "more than one cluster name given"; name=$1; shift ;;
+  esac
+done
+case $nodes in ''|*[!0-9]*) die "--nodes wants a positive number, got '$nodes'" ;; esac
+[ "$nodes" -ge 1 ] || die "--nodes wants at least 1"
+name=${name:-gobrave-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')}
+
+start=$(date +%s.%N)
+bin=$("$here/testbin.sh")
+for b in kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl; do
+  [ -x "$bin/$b" ] || die "$bin/$b is missing: run hack/testbin.sh"
+done
+
+if [ -n "${GOBRAVE_CLUSTER_DIR:-}" ]; then
+  workdir=$GOBRAVE_CLUSTER_DIR
+  mkdir -p "$workdir"
+  workdir=$(cd "$workdir" && pwd)
+else
+  workdir=$(mktemp -d "${TMPDIR:-/tmp}/gobrave-cluster.XXXXXX")
+fi
+export KWOK_WORKDIR=$workdir
+kubeconfig=$workdir/clusters/$name/kubeconfig.yaml
+# Nothing this script runs may read or write ~/.kube.
+export KUBECONFIG=$kubeconfig
+export KUBECACHEDIR=$workdir/kube-cache
+mkdir -p "$workdir/logs" "$workdir/exec" "$KUBECACHEDIR"
+: >"$workdir/logs/pod.log"
+
+# Written first, so cluster-down.sh can clean up even a half-started cluster.
+cat >"$workdir/cluster.env" <<EOF
+KWOK_WORKDIR=$workdir
+GOBRAVE_CLUSTER_NAME=$name
+GOBRAVE_TESTBIN=$bin
+KUBECONFIG=$kubeconfig
+EOF
+
+fail() {
+  local rc=$?
+  [ $rc -eq 0 ] && return
+  log "failed (exit $rc); the last lines of the component logs follow"
+  for f in "$workdir/clusters/$name"/logs/*.log; do
+    [ -f "$f" ] || continue
+    log "--- last lines of $f"
+    tail -n 5 "$f" >&2 || true
+  done
+  if [ "${GOBRAVE_KEEP_FAILED:-}" = 1 ]; then
+    log "GOBRAVE_KEEP_FAILED=1: left in place; remove with hack/cluster-down.sh $workdir"
+  else
+    "$here/cluster-down.sh" "$workdir" >&2 || true
+  fi
+}
+trap fail EXIT
+trap 'exit 130' INT TERM HUP # run the EXIT trap on signals too
+
+# The kwokctl configuration: local binaries, loopback only, and our stages. Any Stage in the
+# configuration replaces all of kwok's defaults, hence the node stages and the fast pod stages.
+{
+  cat <<EOF
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokctlConfiguration
+options:
+  runtime: binary
+  bindAddress: 127.0.0.1
+  kubeApiserverBinary: $bin/kube-apiserver
+  kubeControllerManagerBinary: $bin/kube-controller-manager
+  kubeSchedulerBinary: $bin/kube-scheduler
+  kubectlBinary: $bin/kubectl
+  etcdBinary: $bin/etcd
+  kwokControllerBinary: $bin/kwok
+  disableQPSLimits: $qps
+  # Logs objects (one per pod, namespaced, named after the pod) are read from the API server, so a
+  # test can give one pod a log file of its own; other pods use the ClusterLogs below.
+  enableCRDs:
+  - Logs
+EOF
+  for f in node-initialize node-heartbeat-with-lease pod-ready pod-complete pod-delete \
+    pod-container-running-failed gobrave-pod-exit-code; do
+    printf -- '---\n'
+    grep -v '^#' "$here/kwok/$f.yaml"
+  done
+  cat <<EOF
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: gobrave-all-pods
+spec:
+  logs:
+  - logsFile: $workdir/logs/pod.log
+    follow: true
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterExec
+metadata:
+  name: gobrave-all-pods
+spec:
+  execs:
+  - local:
+      workDir: $workdir/exec
+      envs:
+      - name: GOBRAVE_E2E_EXEC
+        value: "1"
+EOF
+} >"$workdir/kwok.yaml"
+
+log "starting cluster $name in $workdir"
+create=("$bin/kwokctl" --name "$name" create cluster --runtime binary --kubeconfig "" --wait 2m)
+# kwokctl picks its ports by probing downwards from 32766 and the components bind them seconds
+# later, so two clusters starting at once would pick the same ports. Starts are serialised on a
+# lock (-o: the components must not inherit it).
+if command -v flock >/dev/null; then
+  flock -o -w 300 "${TMPDIR:-/tmp}/gobrave-cluster-up.lock" "${create[@]}" >&2
+else
+  log "flock not found: do not start two clusters at once"
+  "${create[@]}" >&2
+fi
+[ -s "$kubeconfig" ] || die "kwokctl did not write $kubeconfig"
+
+# Nodes first: pods created before any node exists wait ~15 s for the scheduler to retry.
+log "creating $nodes node(s)"
+"$bin/kwokctl" --name "$name" scale node --replicas "$nodes" >&2
+"$bin/kubectl" wait --for=condition=Ready node --all --timeout=2m >&2
+
+# A second context on the same cluster, for tests that switch contexts.
+ctx=$("$bin/kubectl" config current-context)
+cluster=$("$bin/kubectl" config view -o jsonpath="{.contexts[?(@.name==\"$ctx\")].context.cluster}")
+user=$("$bin/kubectl" config view -o jsonpath="{.contexts[?(@.name==\"$ctx\")].context.user}")
+"$bin/kubectl" config set-context gobrave-k3s --cluster="$cluster" --user="$user" >&2
+
+# The default ServiceAccount must exist before pods can be created in "default".
+for _ in $(seq 100); do
+  "$bin/kubectl" -n default get serviceaccount default >/dev/null 2>&1 && break
+  sleep 0.1
+done
+
+# Nothing of this cluster may listen beyond loopback.
+if command -v ss >/dev/null; then
+  for f in "$workdir/clusters/$name"/pids/*.pid; do
+    pid=$(cat "$f")
+    open=$(ss -ltnpH 2>/dev/null | grep "pid=$pid," | awk '$4 !~ /^127\.0\.0\.1:/ {print $4}' || true)
+    [ -z "$open" ] || die "$(basename "$f" .pid) (pid $pid) listens on $open, not only 127.0.0.1"
+  done
+fi
+
+trap - EXIT
+log "cluster $name ready in $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN{printf "%.1f", e-s}')s"
+echo "$kubeconfig"
