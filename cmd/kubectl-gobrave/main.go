@@ -1,27 +1,29 @@
+// Command kubectl-gobrave is the kubectl plugin: kubectl gobrave ...
 package main
 
 import (
-	_ "github.com/spf13/cobra"
-	_ "github.com/spf13/cobra/doc"
-	_ "go.yaml.in/yaml/v3"
-	_ "k8s.io/apimachinery/pkg/util/wait"
-	_ "k8s.io/cli-runtime/pkg/genericclioptions"
-	_ "k8s.io/cli-runtime/pkg/genericiooptions"
-	_ "k8s.io/cli-runtime/pkg/printers"
-	_ "k8s.io/client-go/informers"
-	_ "k8s.io/client-go/kubernetes"
-	_ "k8s.io/client-go/kubernetes/fake"
-	_ "k8s.io/client-go/tools/cache"
-	_ "k8s.io/client-go/tools/remotecommand"
-	_ "k8s.io/client-go/util/retry"
-	_ "k8s.io/client-go/util/workqueue"
-	_ "k8s.io/client-go/util/flowcontrol"
-	_ "k8s.io/klog/v2"
-	_ "modernc.org/sqlite"
-	_ "sigs.k8s.io/yaml"
-	_ "github.com/google/go-cmp/cmp"
-	_ "golang.org/x/term"
-	_ "k8s.io/apimachinery/pkg/util/validation"
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/cmd"
 )
 
-func main() {}
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	f := cmd.NewFactory()
+	err := cmd.NewCmdRoot(f, streams).ExecuteContext(ctx)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "error: %s\n", cmd.FormatError(err))
+	}
+	os.Exit(cmd.ExitCode(err))
+}

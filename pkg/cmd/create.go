@@ -1,0 +1,304 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
+	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
+	"github.com/gobrave/kubectl-gobrave/pkg/spec"
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
+)
+
+// specFlags are the ContainerSpec flags of create and run. Zero values mean
+// "not given", so they override a spec file only where set.
+type specFlags struct {
+	File        string
+	Image       string
+	Kind        string
+	Entrypoint  []string
+	WorkDir     string
+	Env         []string
+	CPU         float64
+	Memory      string
+	Volumes     []string
+	User        string
+	Port        int32
+	Expose      optionalBool
+	Labels      []string
+	PullPolicy  string
+	Constraints []string
+}
+
+func (s *specFlags) addFlags(fs *pflag.FlagSet) {
+	fs.StringVarP(&s.File, "filename", "f", s.File, "Spec file (YAML or JSON, see docs/spec.example.yaml); flags override its values")
+	fs.StringVar(&s.Image, "image", s.Image, "Container image (required unless the spec file sets it)")
+	fs.StringVar(&s.Kind, "kind", s.Kind, "Workload kind: deployment (a service, the default) or job (a task)")
+	fs.StringArrayVar(&s.Entrypoint, "entrypoint", s.Entrypoint, "Replace the image's entrypoint (repeat for each word: --entrypoint /bin/sh --entrypoint -c)")
+	fs.StringVar(&s.WorkDir, "workdir", s.WorkDir, "Working directory inside the container")
+	fs.StringArrayVarP(&s.Env, "env", "e", s.Env, "Environment variable KEY=VALUE (repeatable)")
+	fs.Float64Var(&s.CPU, "cpu", s.CPU, "CPU limit and request in cores, e.g. 0.5")
+	fs.StringVar(&s.Memory, "memory", s.Memory, "Memory limit and request: bytes or a quantity such as 256Mi")
+	fs.StringArrayVar(&s.Volumes, "volume", s.Volumes, "hostPath mount SRC:DST, both absolute (repeatable)")
+	fs.StringVar(&s.User, "user", s.User, "Run as numeric UID or UID:GID")
+	fs.Int32Var(&s.Port, "port", s.Port, "Container port to expose (1-65535)")
+	fs.Var(&s.Expose, "expose", "Create a ClusterIP Service <name>-svc for --port (deployments only)")
+	fs.Lookup("expose").NoOptDefVal = "true"
+	fs.StringArrayVarP(&s.Labels, "label", "l", s.Labels, "Label KEY=VALUE for the workload, its pods and service (repeatable)")
+	fs.StringVar(&s.PullPolicy, "pull-policy", s.PullPolicy, "Image pull policy: Always or IfNotPresent (default IfNotPresent; Never is refused)")
+	fs.StringArrayVar(&s.Constraints, "node-constraint", s.Constraints, "Node affinity 'KEY OP [V1,V2]', OP one of In, NotIn, Exists, DoesNotExist, Gt, Lt; KEY hostname means kubernetes.io/hostname (repeatable)")
+}
+
+// build merges the spec file (if any), the flags, the name and the command
+// into a spec and validates it. Pure apart from reading the file.
+func (s *specFlags) build(name string, command []string) (spec.ContainerSpec, error) {
+	var cs spec.ContainerSpec
+	if s.File != "" {
+		var err error
+		if cs, err = spec.LoadFile(s.File); err != nil {
+			return cs, err
+		}
+	}
+	if name != "" {
+		cs.Name = name
+	}
+	if cs.Name == "" {
+		return cs, usageErrorf("a NAME is required: 'kubectl gobrave create NAME --image IMAGE' or set name in the spec file")
+	}
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&cs.Image, s.Image)
+	set(&cs.WorkloadKind, s.Kind)
+	set(&cs.WorkDir, s.WorkDir)
+	set(&cs.User, s.User)
+	set(&cs.PullPolicy, s.PullPolicy)
+	if s.Memory != "" {
+		cs.Memory = spec.Quantity(s.Memory)
+	}
+	if len(s.Entrypoint) > 0 {
+		cs.Entrypoint = s.Entrypoint
+	}
+	if len(command) > 0 {
+		cs.Command = command
+	}
+	if s.CPU != 0 {
+		cs.CPU = s.CPU
+	}
+	if s.Port != 0 {
+		cs.ExposedPort = s.Port
+	}
+	if s.Expose.set {
+		cs.ExposeService = s.Expose.value
+	}
+	var errs []error
+	for _, kv := range s.Env {
+		k, v, err := spec.ParseKeyValue("env", kv)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if cs.Env == nil {
+			cs.Env = map[string]string{}
+		}
+		cs.Env[k] = v
+	}
+	for _, kv := range s.Labels {
+		k, v, err := spec.ParseKeyValue("label", kv)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if cs.Labels == nil {
+			cs.Labels = map[string]string{}
+		}
+		cs.Labels[k] = v
+	}
+	for _, v := range s.Volumes {
+		vol, err := spec.ParseVolume(v)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		cs.Volumes = append(cs.Volumes, vol)
+	}
+	for _, c := range s.Constraints {
+		sc, err := spec.ParseConstraint(c)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		cs.SchedulingConstraints = append(cs.SchedulingConstraints, sc)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return cs, err
+	}
+	if err := cs.Validate(); err != nil {
+		return cs, err
+	}
+	if err := runtime.EnsureImage(cs); err != nil {
+		return cs, err
+	}
+	cs.Normalize()
+	return cs, nil
+}
+
+// optionalBool is a bool flag that remembers whether it was given.
+type optionalBool struct{ set, value bool }
+
+func (b *optionalBool) String() string { return strconv.FormatBool(b.value) }
+func (b *optionalBool) Type() string   { return "bool" }
+func (b *optionalBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a boolean", s)
+	}
+	b.set, b.value = true, v
+	return nil
+}
+
+// CreateOptions are the options of create.
+type CreateOptions struct {
+	genericiooptions.IOStreams
+	f      *Factory
+	flags  specFlags
+	Output string
+
+	name    string
+	command []string
+	spec    spec.ContainerSpec
+}
+
+// NewCmdCreate creates a workload and records its runtime ID.
+func NewCmdCreate(f *Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &CreateOptions{IOStreams: streams, f: f}
+	cmd := &cobra.Command{
+		Use:   "create NAME --image IMAGE [flags] [-- COMMAND [ARGS...]]",
+		Short: "Create a service (Deployment) or a task (Job) and print its runtime ID",
+		Long: `Create a service (a Deployment with one replica, plus a ClusterIP Service <name>-svc with
+--port and --expose) or a task (a Job, --kind job) and record it in the state database.
+On success the runtime ID alone is printed on stdout, so id=$(kubectl gobrave create ...) works.`,
+		Example: `  # A web service with a ClusterIP Service web-svc
+  kubectl gobrave create web --image nginx:1.27 --port 80 --expose
+
+  # A batch task with an environment and limits
+  id=$(kubectl gobrave create import --kind job --image busybox --env MODE=full --cpu 0.5 --memory 256Mi -- sh -c 'echo hi')
+
+  # From a spec file, overriding its image
+  kubectl gobrave create -f web.yaml --image nginx:1.28 -o json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			_, err := o.Run(cmd.Context())
+			return err
+		},
+	}
+	o.flags.addFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: json or yaml prints the record instead of the ID")
+	return cmd
+}
+
+// splitArgs separates NAME from the command after "--".
+func splitArgs(cmd *cobra.Command, args []string) (name string, command []string, err error) {
+	dash := cmd.ArgsLenAtDash()
+	before := args
+	if dash >= 0 {
+		before, command = args[:dash], args[dash:]
+	}
+	switch len(before) {
+	case 0:
+	case 1:
+		name = before[0]
+	default:
+		return "", nil, usageErrorf("expected one NAME, got %q (put the container command after --)", before)
+	}
+	return name, command, nil
+}
+
+// Complete reads the arguments.
+func (o *CreateOptions) Complete(cmd *cobra.Command, args []string) error {
+	var err error
+	o.name, o.command, err = splitArgs(cmd, args)
+	return err
+}
+
+// Validate builds and checks the spec; nothing touches the cluster or the database.
+func (o *CreateOptions) Validate() error {
+	if err := validateOutput(o.Output, "", "json", "yaml", "name"); err != nil {
+		return err
+	}
+	var err error
+	o.spec, err = o.flags.build(o.name, o.command)
+	return err
+}
+
+// Run creates the workload and records it.
+func (o *CreateOptions) Run(ctx context.Context) (store.Workload, error) {
+	w, err := o.f.create(ctx, o.spec)
+	if err != nil {
+		return w, err
+	}
+	if o.Output == "json" || o.Output == "yaml" {
+		return w, printData(o.Out, o.Output, viewOf(w))
+	}
+	fmt.Fprintln(o.Out, w.RuntimeID)
+	return w, nil
+}
+
+// create creates s in the cluster and records it. If the record cannot be
+// written the objects are deleted again, so nothing is half-made.
+func (f *Factory) create(ctx context.Context, s spec.ContainerSpec) (store.Workload, error) {
+	rtName, err := f.Runtime()
+	if err != nil {
+		return store.Workload{}, err
+	}
+	ns, err := f.Namespace(rtName, s.RuntimeNamespace)
+	if err != nil {
+		return store.Workload{}, err
+	}
+	if _, err := runtimeid.New(rtName, ns, s.Kind(), s.Name); err != nil {
+		return store.Workload{}, err
+	}
+	st, err := f.Store(ctx)
+	if err != nil {
+		return store.Workload{}, err
+	}
+	client, err := f.Client(rtName)
+	if err != nil {
+		return store.Workload{}, err
+	}
+	rt := runtime.New(client, rtName)
+	created, err := rt.Create(ctx, s, ns)
+	if err != nil {
+		return store.Workload{}, err
+	}
+	s.RuntimeNamespace = ns
+	now := time.Now().UTC()
+	w := store.Workload{
+		RuntimeID: created.ID.String(), Runtime: rtName, Namespace: ns, Kind: created.ID.Kind, Name: s.Name,
+		UID: created.UID, Spec: s, State: store.StateCreated, CreatedAt: now, UpdatedAt: now,
+	}
+	msg := fmt.Sprintf("%s created", ref(w.Kind, w.Name))
+	if created.Service != "" {
+		msg += ", service/" + created.Service
+	}
+	if err := st.Put(ctx, w, store.Transition{RuntimeID: w.RuntimeID, Type: store.Created, Message: msg, UID: w.UID, Time: now}); err != nil {
+		// Do not leave objects the database does not know about.
+		_, delErr := rt.Delete(context.WithoutCancel(ctx), created.ID)
+		return store.Workload{}, errors.Join(fmt.Errorf("record %s: %w", w.RuntimeID, err), delErr)
+	}
+	return st.Get(ctx, w.RuntimeID)
+}

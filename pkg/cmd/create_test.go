@@ -1,0 +1,246 @@
+package cmd_test
+
+import (
+	"encoding/json"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	k8stesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/yaml"
+)
+
+func TestCreate(t *testing.T) {
+	tests := []struct {
+		name    string
+		config  string // --config file, "" for none
+		args    []string
+		wantOut string
+		// where the object must be: kubeconfig context, namespace, kind, name
+		wantCtx, wantNS, wantKind, wantName string
+		wantImage                           string
+		wantEnv                             []corev1.EnvVar
+		wantArgs                            []string
+		wantService                         bool
+		wantMessage                         string
+	}{
+		{
+			name:    "deployment by default",
+			args:    []string{"create", "web", "--image", "nginx:1.27"},
+			wantOut: "k8s-default|deployment|web\n",
+			wantNS:  "default", wantKind: "deployment", wantName: "web", wantImage: "nginx:1.27",
+			wantMessage: "deployment.apps/web created",
+		},
+		{
+			name:    "job with env and command",
+			args:    []string{"create", "import", "--kind", "job", "--image", "busybox", "-e", "MODE=full", "--cpu", "0.5", "--memory", "256Mi", "--", "sh", "-c", "echo hi"},
+			wantOut: "k8s-default|job|import\n",
+			wantNS:  "default", wantKind: "job", wantName: "import", wantImage: "busybox",
+			wantEnv:     []corev1.EnvVar{{Name: "MODE", Value: "full"}},
+			wantArgs:    []string{"sh", "-c", "echo hi"},
+			wantMessage: "job.batch/import created",
+		},
+		{
+			name:    "expose makes web-svc",
+			args:    []string{"create", "web", "--image", "nginx:1.27", "--port", "80", "--expose"},
+			wantOut: "k8s-default|deployment|web\n",
+			wantNS:  "default", wantKind: "deployment", wantName: "web", wantImage: "nginx:1.27",
+			wantService: true, wantMessage: "deployment.apps/web created, service/web-svc",
+		},
+		{
+			name:    "-n sets the namespace",
+			args:    []string{"create", "web", "--image", "nginx:1.27", "-n", "team-b"},
+			wantOut: "k8s-team-b|deployment|web\n",
+			wantNS:  "team-b", wantKind: "deployment", wantName: "web", wantImage: "nginx:1.27",
+			wantMessage: "deployment.apps/web created",
+		},
+		{
+			name:    "spec file with flags overriding",
+			args:    []string{"create", "-f", "testdata/spec-web.yaml", "--image", "nginx:1.28", "--env", "MODE=flag", "--expose"},
+			wantOut: "k8s-spec-ns|deployment|web\n",
+			wantNS:  "spec-ns", wantKind: "deployment", wantName: "web", wantImage: "nginx:1.28",
+			wantEnv:     []corev1.EnvVar{{Name: "KEEP", Value: "yes"}, {Name: "MODE", Value: "flag"}},
+			wantService: true, wantMessage: "deployment.apps/web created, service/web-svc",
+		},
+		{
+			name:    "spec file with NAME and -n overriding",
+			args:    []string{"create", "other", "-f", "testdata/spec-web.yaml", "-n", "team-b"},
+			wantOut: "k8s-team-b|deployment|other\n",
+			wantNS:  "team-b", wantKind: "deployment", wantName: "other", wantImage: "nginx:1.27",
+			wantEnv:     []corev1.EnvVar{{Name: "KEEP", Value: "yes"}, {Name: "MODE", Value: "file"}},
+			wantMessage: "deployment.apps/other created",
+		},
+		{
+			name:    "runtime profile namespace",
+			config:  "testdata/config-k3s.yaml",
+			args:    []string{"create", "web", "--image", "nginx:1.27"},
+			wantOut: "k8s-team-a|deployment|web\n",
+			wantNS:  "team-a", wantKind: "deployment", wantName: "web", wantImage: "nginx:1.27",
+			wantMessage: "deployment.apps/web created",
+		},
+		{
+			name:    "runtime k3s uses its context and namespace",
+			config:  "testdata/config-k3s.yaml",
+			args:    []string{"create", "web", "--image", "nginx:1.27", "--runtime", "k3s"},
+			wantOut: "k3s-ai|deployment|web\n",
+			wantCtx: k3sContext, wantNS: "ai", wantKind: "deployment", wantName: "web", wantImage: "nginx:1.27",
+			wantMessage: "deployment.apps/web created",
+		},
+		{
+			name:    "--context wins over the profile's context",
+			args:    []string{"create", "web", "--image", "nginx:1.27", "--context", k3sContext},
+			wantOut: "k8s-default|deployment|web\n",
+			wantCtx: k3sContext, wantNS: "default", wantKind: "deployment", wantName: "web", wantImage: "nginx:1.27",
+			wantMessage: "deployment.apps/web created",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.configPath = tt.config
+			r := h.run(tt.args...)
+			checkExit(t, r, 0, "")
+			if diff := cmp.Diff(tt.wantOut, r.stdout); diff != "" {
+				t.Errorf("stdout (-want +got):\n%s", diff)
+			}
+			if r.stderr != "" {
+				t.Errorf("stderr: %q, want nothing", r.stderr)
+			}
+			id := strings.TrimSpace(r.stdout)
+
+			// Only the cluster of the runtime's context was called.
+			for name, c := range h.clusters {
+				if name != tt.wantCtx && len(c.Actions()) > 0 {
+					t.Errorf("context %q got %d requests, want none", name, len(c.Actions()))
+				}
+			}
+
+			// The cluster objects.
+			var uid string
+			var pod corev1.PodSpec
+			switch tt.wantKind {
+			case "deployment":
+				d, err := h.deployment(tt.wantCtx, tt.wantNS, tt.wantName)
+				if err != nil {
+					t.Fatalf("deployment: %v", err)
+				}
+				uid, pod = string(d.UID), d.Spec.Template.Spec
+				if got := *d.Spec.Replicas; got != 1 {
+					t.Errorf("replicas %d, want 1", got)
+				}
+			case "job":
+				j, err := h.job(tt.wantCtx, tt.wantNS, tt.wantName)
+				if err != nil {
+					t.Fatalf("job: %v", err)
+				}
+				uid, pod = string(j.UID), j.Spec.Template.Spec
+			}
+			c := pod.Containers[0]
+			if c.Image != tt.wantImage {
+				t.Errorf("image %q, want %q", c.Image, tt.wantImage)
+			}
+			if diff := cmp.Diff(tt.wantEnv, c.Env); diff != "" {
+				t.Errorf("env (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantArgs, c.Args); diff != "" {
+				t.Errorf("args (-want +got):\n%s", diff)
+			}
+			_, err := h.service(tt.wantCtx, tt.wantNS, tt.wantName+"-svc")
+			if got := err == nil; got != tt.wantService {
+				t.Errorf("service %s-svc exists: %v, want %v", tt.wantName, got, tt.wantService)
+			}
+
+			// The record and its history.
+			got := h.ps()
+			want := []view{{RuntimeID: id, Runtime: strings.SplitN(id, "-", 2)[0], Namespace: tt.wantNS, Kind: tt.wantKind,
+				Name: tt.wantName, UID: uid, State: "created", Message: tt.wantMessage}}
+			if diff := cmp.Diff(want, got, cmpIgnoreTimes); diff != "" {
+				t.Errorf("ps -o json (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{"Created: " + tt.wantMessage}, h.history(id)); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			// The spec is kept with the record (start re-creates jobs from it).
+			if w := h.workload(id); w.Spec.Image != tt.wantImage || w.Spec.Name != tt.wantName || w.Spec.RuntimeNamespace != tt.wantNS {
+				t.Errorf("recorded spec %+v: want image %q, name %q, runtimeNamespace %q", w.Spec, tt.wantImage, tt.wantName, tt.wantNS)
+			}
+		})
+	}
+}
+
+var cmpIgnoreTimes = cmp.FilterPath(func(p cmp.Path) bool {
+	s := p.Last().String()
+	return s == ".CreatedAt" || s == ".UpdatedAt" || s == ".Time"
+}, cmp.Ignore())
+
+func TestCreateOutput(t *testing.T) {
+	documented := []string{"createdAt", "kind", "message", "name", "namespace", "runtime", "runtimeID", "state", "uid", "updatedAt"}
+	for _, format := range []string{"json", "yaml"} {
+		t.Run(format, func(t *testing.T) {
+			h := newHarness(t)
+			before := time.Now().UTC().Truncate(time.Second)
+			r := h.run("create", "web", "--image", "nginx:1.27", "-o", format)
+			checkExit(t, r, 0, "")
+			var fields map[string]any
+			if err := yaml.Unmarshal([]byte(r.stdout), &fields); err != nil {
+				t.Fatalf("%v\n%s", err, r.stdout)
+			}
+			var keys []string
+			for k := range fields {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			if diff := cmp.Diff(documented, keys); diff != "" {
+				t.Errorf("fields (-want +got):\n%s", diff)
+			}
+			var v view
+			if err := yaml.Unmarshal([]byte(r.stdout), &v); err != nil {
+				t.Fatal(err)
+			}
+			d, err := h.deployment("", "default", "web")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := view{RuntimeID: "k8s-default|deployment|web", Runtime: "k8s", Namespace: "default", Kind: "deployment", Name: "web",
+				UID: string(d.UID), State: "created", Message: "deployment.apps/web created"}
+			if diff := cmp.Diff(want, v, cmpIgnoreTimes); diff != "" {
+				t.Errorf("record (-want +got):\n%s", diff)
+			}
+			if v.CreatedAt.Before(before) || v.UpdatedAt.Before(v.CreatedAt) || time.Since(v.CreatedAt) > time.Minute {
+				t.Errorf("createdAt %v, updatedAt %v: want now", v.CreatedAt, v.UpdatedAt)
+			}
+			if format == "json" && !json.Valid([]byte(r.stdout)) {
+				t.Errorf("not JSON: %s", r.stdout)
+			}
+		})
+	}
+}
+
+// TestCreateAlreadyExists: an object of that name in the cluster is an API
+// error (exit 1) and nothing is recorded.
+func TestCreateAlreadyExists(t *testing.T) {
+	h := newHarness(t)
+	h.ok("create", "web", "--image", "nginx:1.27")
+	h.clearActions()
+	before, _ := h.snapshot()
+	r := h.run("create", "web", "--image", "nginx:1.28")
+	checkExit(t, r, 1, "already exists")
+	if r.stdout != "" {
+		t.Errorf("stdout %q, want nothing", r.stdout)
+	}
+	after, _ := h.snapshot()
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("database changed (-before +after):\n%s", diff)
+	}
+	d, _ := h.deployment("", "default", "web")
+	if got := d.Spec.Template.Spec.Containers[0].Image; got != "nginx:1.27" {
+		t.Errorf("image %q: the existing deployment was changed", got)
+	}
+	if !slices.ContainsFunc(h.clusters[""].Actions(), func(a k8stesting.Action) bool { return a.GetVerb() == "create" }) {
+		t.Errorf("no create request was made: %s", h.describeActions())
+	}
+}

@@ -1,0 +1,81 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+)
+
+// EventsOptions are the options of events.
+type EventsOptions struct {
+	genericiooptions.IOStreams
+	f      *Factory
+	Output string
+	args   []string
+}
+
+// NewCmdEvents prints the recorded history of workloads.
+func NewCmdEvents(f *Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &EventsOptions{IOStreams: streams, f: f}
+	cmd := &cobra.Command{
+		Use:   "events ID [ID...]",
+		Short: "Show the recorded history of workloads, oldest first",
+		Long: `Show the event history of one or more workloads from the state database, oldest first:
+the verbs' requests (Created, StartRequested, StopRequested, DeleteRequested ...) and what the
+monitor observed (ContainerStarted, ContainerExited, ContainerFailed, ContainerDeleted). Each
+event names the Kubernetes object UID it is about, so a workload deleted and created again under
+the same name keeps its old history apart.`,
+		Example: `  kubectl gobrave events web
+  kubectl gobrave events k8s-default|job|import -o json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.args = args
+			if len(args) == 0 {
+				return usageErrorf("events needs at least one ID (see 'kubectl gobrave events --help')")
+			}
+			if err := validateOutput(o.Output, "", "json", "yaml"); err != nil {
+				return err
+			}
+			for _, a := range args {
+				if err := ParseRef(a); err != nil {
+					return err
+				}
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: json or yaml")
+	return cmd
+}
+
+// Run prints the events.
+func (o *EventsOptions) Run(ctx context.Context) error {
+	st, ws, err := o.f.resolveAll(ctx, o.args)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, len(ws))
+	for i, w := range ws {
+		ids[i] = w.RuntimeID
+	}
+	evs, err := st.Events(ctx, ids...)
+	if err != nil {
+		return err
+	}
+	views := make([]EventView, 0, len(evs))
+	for _, e := range evs {
+		views = append(views, eventViewOf(e))
+	}
+	if o.Output != "" {
+		return printData(o.Out, o.Output, views)
+	}
+	tw := printers.GetNewTabWriter(o.Out)
+	fmt.Fprintln(tw, "TIME\tRUNTIME ID\tTYPE\tUID\tMESSAGE")
+	for _, e := range views {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format(time.RFC3339), e.RuntimeID, e.Type, orNone(e.UID), orNone(e.Message))
+	}
+	return tw.Flush()
+}

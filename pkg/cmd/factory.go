@@ -1,0 +1,220 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/config"
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
+)
+
+// Factory hands out what the verbs need — the runtime profiles, clients per
+// kubeconfig context and the state database — lazily, built once at the
+// root from one set of kubeconfig flags. Tests replace NewClient.
+type Factory struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+
+	// Flags of the root command.
+	RuntimeFlag string
+	StateDBFlag string
+	ConfigFlag  string
+
+	// Getenv and Home make path resolution testable.
+	Getenv func(string) string
+	Home   string
+
+	// NewClient builds a clientset for a kubeconfig context ("" = current).
+	// Nil means build it from ConfigFlags.
+	NewClient func(context string) (kubernetes.Interface, error)
+
+	mu      sync.Mutex
+	cfg     *config.Config
+	store   *store.Store
+	clients map[string]kubernetes.Interface
+}
+
+// NewFactory returns a factory over the process environment.
+func NewFactory() *Factory {
+	home, _ := os.UserHomeDir()
+	return &Factory{
+		ConfigFlags: genericclioptions.NewConfigFlags(true),
+		Getenv:      os.Getenv,
+		Home:        home,
+	}
+}
+
+// Config loads the runtime profiles once.
+func (f *Factory) Config() (config.Config, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cfg != nil {
+		return *f.cfg, nil
+	}
+	path, explicit := config.ConfigPath(f.ConfigFlag, f.Getenv, f.Home)
+	c, err := config.LoadOrDefault(path, explicit)
+	if err != nil {
+		return config.Config{}, err
+	}
+	f.cfg = &c
+	return c, nil
+}
+
+// Runtime is the runtime name new workloads get: --runtime, else the
+// profile file's default, else k8s.
+func (f *Factory) Runtime() (string, error) {
+	c, err := f.Config()
+	if err != nil {
+		return "", err
+	}
+	return c.Runtime(f.RuntimeFlag)
+}
+
+// StatePath is the state database file in use.
+func (f *Factory) StatePath() string {
+	return config.StatePath(f.StateDBFlag, f.Getenv, f.Home)
+}
+
+// Store opens the state database once.
+func (f *Factory) Store(ctx context.Context) (*store.Store, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.store != nil {
+		return f.store, nil
+	}
+	s, err := store.Open(ctx, f.StatePath())
+	if err != nil {
+		return nil, err
+	}
+	f.store = s
+	return s, nil
+}
+
+// Close releases the state database.
+func (f *Factory) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.store == nil {
+		return nil
+	}
+	err := f.store.Close()
+	f.store = nil
+	return err
+}
+
+// ContextFor returns the kubeconfig context used for runtime: --context when
+// given, else the runtime profile's context ("" = the current context).
+func (f *Factory) ContextFor(runtime string) (string, error) {
+	if f.ConfigFlags.Context != nil && *f.ConfigFlags.Context != "" {
+		return *f.ConfigFlags.Context, nil
+	}
+	c, err := f.Config()
+	if err != nil {
+		return "", err
+	}
+	return c.Profile(runtime).Context, nil
+}
+
+// Client returns the clientset for runtime's context, built once per context.
+func (f *Factory) Client(runtime string) (kubernetes.Interface, error) {
+	ctxName, err := f.ContextFor(runtime)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.clients[ctxName]; ok {
+		return c, nil
+	}
+	var c kubernetes.Interface
+	if f.NewClient != nil {
+		c, err = f.NewClient(ctxName)
+	} else {
+		c, err = f.buildClient(ctxName)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if f.clients == nil {
+		f.clients = map[string]kubernetes.Interface{}
+	}
+	f.clients[ctxName] = c
+	return c, nil
+}
+
+// flagsFor copies the kubeconfig flags with the context replaced.
+func (f *Factory) flagsFor(ctxName string) *genericclioptions.ConfigFlags {
+	src := f.ConfigFlags
+	dst := genericclioptions.NewConfigFlags(true)
+	dst.KubeConfig, dst.ClusterName, dst.AuthInfoName = src.KubeConfig, src.ClusterName, src.AuthInfoName
+	dst.Namespace, dst.APIServer, dst.TLSServerName = src.Namespace, src.APIServer, src.TLSServerName
+	dst.Insecure, dst.CertFile, dst.KeyFile, dst.CAFile = src.Insecure, src.CertFile, src.KeyFile, src.CAFile
+	dst.BearerToken, dst.Impersonate, dst.ImpersonateUID, dst.ImpersonateGroup = src.BearerToken, src.Impersonate, src.ImpersonateUID, src.ImpersonateGroup
+	dst.Username, dst.Password, dst.Timeout, dst.DisableCompression = src.Username, src.Password, src.Timeout, src.DisableCompression
+	dst.CacheDir = src.CacheDir
+	dst.Context = &ctxName
+	return dst
+}
+
+// RESTConfig returns the REST config of a kubeconfig context with the
+// plugin's User-Agent.
+func (f *Factory) RESTConfig(ctxName string) (*rest.Config, error) {
+	rc, err := f.flagsFor(ctxName).ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w (check --kubeconfig, $KUBECONFIG and --context)", err)
+	}
+	rc.UserAgent = UserAgent()
+	// Lists and watches are few; a burst of lifecycle calls over many IDs
+	// should not queue behind client-go's default 5 QPS.
+	rc.QPS, rc.Burst = 50, 100
+	return rc, nil
+}
+
+func (f *Factory) buildClient(ctxName string) (kubernetes.Interface, error) {
+	rc, err := f.RESTConfig(ctxName)
+	if err != nil {
+		return nil, err
+	}
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("build client for context %q: %w", ctxName, err)
+	}
+	return c, nil
+}
+
+// Namespace resolves the namespace for new workloads of runtime, by the
+// specification's priority with -n first (flags override files): -n, the
+// spec's runtimeNamespace, the runtime profile, the kubeconfig context, default.
+func (f *Factory) Namespace(runtime, specNS string) (string, error) {
+	if f.ConfigFlags.Namespace != nil && *f.ConfigFlags.Namespace != "" {
+		return *f.ConfigFlags.Namespace, nil
+	}
+	if specNS != "" {
+		return specNS, nil
+	}
+	c, err := f.Config()
+	if err != nil {
+		return "", err
+	}
+	if ns := c.Profile(runtime).Namespace; ns != "" {
+		return ns, nil
+	}
+	ctxName, err := f.ContextFor(runtime)
+	if err != nil {
+		return "", err
+	}
+	if f.NewClient != nil {
+		// Tests run without a kubeconfig.
+		return "default", nil
+	}
+	ns, _, err := f.flagsFor(ctxName).ToRawKubeConfigLoader().Namespace()
+	if err != nil || ns == "" {
+		return "default", nil
+	}
+	return ns, nil
+}

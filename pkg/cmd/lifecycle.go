@@ -1,0 +1,212 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
+	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
+)
+
+type verb struct {
+	name    string
+	aliases []string
+	short   string
+	long    string
+	example string
+	event   store.EventType
+	past    string    // what the confirmation says
+	waitFor Condition // what --wait blocks on
+}
+
+var (
+	verbStart = verb{
+		name: "start", short: "Start workloads: scale a deployment to 1; run a job again if it was stopped or has finished",
+		long: `Start one or more workloads. A deployment is scaled to 1 replica. A job that exists and is
+still running is left alone; a job that stop deleted, or that has finished, is created again from the
+spec kept in the state database, so it runs again. --wait blocks until each has started.`,
+		example: `  kubectl gobrave start k8s-default|deployment|web
+  kubectl gobrave start job/import --wait --timeout 2m`,
+		event: store.StartRequested, past: "started", waitFor: ConditionStarted,
+	}
+	verbStop = verb{
+		name: "stop", short: "Stop workloads: scale a deployment to 0; delete a job (start runs it again)",
+		long: `Stop one or more workloads. A deployment is scaled to 0 replicas; a job is deleted with
+foreground propagation (its spec stays in the state database, so 'start' runs it again).
+--wait blocks until each has exited.`,
+		example: `  kubectl gobrave stop web
+  kubectl gobrave stop k8s-default|deployment|web k8s-default|job|import --wait`,
+		event: store.StopRequested, past: "stopped", waitFor: ConditionExited,
+	}
+	verbPause = verb{
+		name: "pause", short: "Pause workloads (the same as stop)",
+		long:    `Pause one or more workloads. As the specification says, pause is stop: a deployment is scaled to 0 and a job is deleted.`,
+		example: `  kubectl gobrave pause web --wait`,
+		event:   store.PauseRequested, past: "paused", waitFor: ConditionExited,
+	}
+	verbResume = verb{
+		name: "resume", short: "Resume paused workloads (the same as start)",
+		long:    `Resume one or more workloads. As the specification says, resume is start.`,
+		example: `  kubectl gobrave resume web --wait`,
+		event:   store.ResumeRequested, past: "resumed", waitFor: ConditionStarted,
+	}
+	verbDelete = verb{
+		name: "delete", aliases: []string{"rm"}, short: "Delete workloads and their Service; their records and history stay",
+		long: `Delete one or more workloads: a deployment's Service <name>-svc and then the deployment, or a job
+(foreground propagation). The record and its history stay in the state database with state deleted.
+--wait blocks until the objects are gone.`,
+		example: `  kubectl gobrave delete web
+  kubectl gobrave rm k8s-default|job|import --wait --timeout 1m`,
+		event: store.DeleteRequested, past: "deleted", waitFor: ConditionDeleted,
+	}
+)
+
+// LifecycleOptions are the options of start, stop, pause, resume and delete.
+type LifecycleOptions struct {
+	genericiooptions.IOStreams
+	f       *Factory
+	verb    verb
+	Wait    bool
+	Timeout time.Duration
+	args    []string
+}
+
+// NewCmdLifecycle builds one lifecycle verb.
+func NewCmdLifecycle(f *Factory, streams genericiooptions.IOStreams, v verb) *cobra.Command {
+	o := &LifecycleOptions{IOStreams: streams, f: f, verb: v, Timeout: 5 * time.Minute}
+	cmd := &cobra.Command{
+		Use:     v.name + " ID [ID...]",
+		Aliases: v.aliases,
+		Short:   v.short,
+		Long:    v.long + "\n\nID is a runtime ID (k8s-default|deployment|web), deployment/NAME or job/NAME, or a bare NAME\nthat exactly one record has.",
+		Example: v.example,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.args = args
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().BoolVar(&o.Wait, "wait", o.Wait, "Wait until every workload reaches the state the verb leads to")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits in all, e.g. 30s or 2m")
+	return cmd
+}
+
+// Validate checks the arguments without any I/O.
+func (o *LifecycleOptions) Validate() error {
+	if len(o.args) == 0 {
+		return usageErrorf("%s needs at least one ID (see 'kubectl gobrave %s --help')", o.verb.name, o.verb.name)
+	}
+	if o.Timeout <= 0 {
+		return usageErrorf("--timeout %s must be positive", o.Timeout)
+	}
+	for _, a := range o.args {
+		if err := ParseRef(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run applies the verb to every ID; one failure does not stop the others.
+func (o *LifecycleOptions) Run(ctx context.Context) error {
+	st, ws, err := o.f.resolveAll(ctx, o.args)
+	if err != nil {
+		return err
+	}
+	var (
+		errs []error
+		done []store.Workload
+	)
+	for _, w := range ws {
+		w, err := o.apply(ctx, st, w)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		done = append(done, w)
+		fmt.Fprintf(o.Out, "%s %s (%s)\n", ref(w.Kind, w.Name), o.verb.past, w.RuntimeID)
+	}
+	if o.Wait && len(done) > 0 {
+		wctx, cancel := context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+		wait := o.f.waitFor
+		if o.verb.waitFor == ConditionDeleted {
+			wait = func(ctx context.Context, st *store.Store, ws []store.Workload, _ Condition, timeout time.Duration, _ io.Writer) error {
+				return o.f.waitGone(ctx, st, ws, timeout)
+			}
+		}
+		if err := wait(wctx, st, done, o.verb.waitFor, o.Timeout, o.ErrOut); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (o *LifecycleOptions) apply(ctx context.Context, st *store.Store, w store.Workload) (store.Workload, error) {
+	id, err := runtimeid.Parse(w.RuntimeID)
+	if err != nil {
+		return w, err
+	}
+	client, err := o.f.Client(id.Runtime)
+	if err != nil {
+		return w, err
+	}
+	rt := runtime.New(client, id.Runtime)
+	t := store.Transition{RuntimeID: w.RuntimeID, Type: o.verb.event}
+	switch o.verb.event {
+	case store.StartRequested, store.ResumeRequested:
+		sp := w.Spec
+		res, err := rt.Start(ctx, id, &sp)
+		if err != nil {
+			return w, err
+		}
+		t.UID = res.UID
+		t.Message = "scaled to 1"
+		if id.Kind == runtimeid.KindJob {
+			t.Message = "job exists"
+			if res.Recreated {
+				t.Message = "job created again from the recorded spec"
+			}
+		}
+	case store.StopRequested, store.PauseRequested:
+		if w.State == store.StateDeleted {
+			return w, fmt.Errorf("%s %s: it was deleted (create it again with 'kubectl gobrave create')", o.verb.name, id)
+		}
+		found, err := rt.Stop(ctx, id)
+		if err != nil {
+			return w, err
+		}
+		if !found {
+			if id.Kind == runtimeid.KindDeployment {
+				return w, fmt.Errorf("%s %s: the deployment no longer exists in the cluster (see 'kubectl gobrave recover --once' to record that)", o.verb.name, id)
+			}
+			t.Message = "job was already gone"
+		} else if id.Kind == runtimeid.KindDeployment {
+			t.Message = "scaled to 0"
+		} else {
+			t.Message = "job deleted (foreground)"
+		}
+	case store.DeleteRequested:
+		found, err := rt.Delete(ctx, id)
+		if err != nil {
+			return w, err
+		}
+		t.Message = "deleted"
+		if !found {
+			t.Message = "already gone from the cluster"
+		}
+	}
+	if _, _, err := st.Apply(ctx, t); err != nil {
+		return w, fmt.Errorf("record %s of %s: %w", o.verb.name, id, err)
+	}
+	return st.Get(ctx, w.RuntimeID)
+}

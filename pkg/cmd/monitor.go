@@ -1,0 +1,270 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/monitor"
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
+)
+
+// eventPrinter prints recorded events as lines or JSON lines; the monitor
+// calls it from one goroutine per context, so it locks.
+type eventPrinter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	json bool
+}
+
+func (p *eventPrinter) print(e store.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v := eventViewOf(e)
+	if p.json {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(p.w, "%s\n", b)
+		return
+	}
+	fmt.Fprintf(p.w, "%s  %s  %s  %s\n", v.Time.Local().Format(time.RFC3339), v.RuntimeID, v.Type, v.Message)
+}
+
+// MonitorOptions are the options of monitor.
+type MonitorOptions struct {
+	genericiooptions.IOStreams
+	f      *Factory
+	All    bool
+	Follow bool
+	Output string
+	args   []string
+}
+
+// NewCmdMonitor watches workloads in the foreground and records their events.
+func NewCmdMonitor(f *Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &MonitorOptions{IOStreams: streams, f: f}
+	cmd := &cobra.Command{
+		Use:   "monitor [ID...] [--all]",
+		Short: "Watch workloads in the foreground, recording and printing every event",
+		Long: `Watch workloads through shared informers (one list and one watch per kind, whatever the number
+of IDs) and record every event in the state database; each recorded event is printed as a line,
+or a JSON line with -o json. It exits when every monitored ID is terminal, or keeps running with
+--follow until interrupted (SIGINT or SIGTERM), recording what is pending on the way out.`,
+		Example: `  kubectl gobrave monitor web k8s-default|job|import
+  kubectl gobrave monitor --all --follow -o json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.args = args
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().BoolVar(&o.All, "all", o.All, "Monitor every non-terminal ID in the state database")
+	cmd.Flags().BoolVar(&o.Follow, "follow", o.Follow, "Keep running after every monitored ID is terminal, until interrupted")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: json prints JSON lines")
+	return cmd
+}
+
+// Validate checks flags and IDs without I/O.
+func (o *MonitorOptions) Validate() error {
+	if err := validateOutput(o.Output, "", "json"); err != nil {
+		return err
+	}
+	if o.All == (len(o.args) > 0) {
+		return usageErrorf("give IDs or --all, not both and not neither (see 'kubectl gobrave monitor --help')")
+	}
+	for _, a := range o.args {
+		if err := ParseRef(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run monitors.
+func (o *MonitorOptions) Run(ctx context.Context) error {
+	var (
+		st  *store.Store
+		ws  []store.Workload
+		err error
+	)
+	if o.All {
+		if st, err = o.f.Store(ctx); err != nil {
+			return err
+		}
+		ws, err = st.List(ctx, store.Filter{})
+	} else {
+		st, ws, err = o.f.resolveAll(ctx, o.args)
+	}
+	if err != nil {
+		return err
+	}
+	var live []store.Workload
+	for _, w := range ws {
+		if !w.State.Terminal() {
+			live = append(live, w)
+		}
+	}
+	if len(live) == 0 && !o.Follow {
+		fmt.Fprintln(o.ErrOut, "Nothing to monitor: every ID is terminal.")
+		return nil
+	}
+	p := &eventPrinter{w: o.Out, json: o.Output == "json"}
+	_, err = o.f.runMonitors(ctx, st, live, monitor.Options{Follow: o.Follow, OnEvent: p.print})
+	if err != nil && ctx.Err() != nil {
+		return nil // interrupted: the monitor flushed what was pending
+	}
+	return err
+}
+
+// WaitOptions are the options of wait.
+type WaitOptions struct {
+	genericiooptions.IOStreams
+	f       *Factory
+	For     string
+	Timeout time.Duration
+	args    []string
+}
+
+// NewCmdWait blocks until workloads meet a condition.
+func NewCmdWait(f *Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &WaitOptions{IOStreams: streams, f: f, Timeout: 30 * time.Second}
+	var names []string
+	for _, c := range Conditions {
+		names = append(names, string(c))
+	}
+	cmd := &cobra.Command{
+		Use:   "wait ID... --for=" + strings.Join(names, "|"),
+		Short: "Wait until workloads have started, exited, failed, been deleted or reached any terminal state",
+		Long: `Wait until every ID meets the condition, under one overall --timeout. Exit code 0 when all do;
+1 on timeout, naming those that did not; 1 at once when an ID reaches a different terminal state
+(waiting for started and it failed). A job that finished with exit code 0 counts as started.`,
+		Example: `  kubectl gobrave wait web --for=started --timeout=2m
+  kubectl gobrave wait job/a job/b job/c --for=exited --timeout=10m`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.args = args
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&o.For, "for", o.For, "Condition: "+strings.Join(names, ", "))
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait in all")
+	return cmd
+}
+
+// Validate checks flags and IDs without I/O.
+func (o *WaitOptions) Validate() error {
+	if len(o.args) == 0 {
+		return usageErrorf("wait needs at least one ID (see 'kubectl gobrave wait --help')")
+	}
+	ok := false
+	for _, c := range Conditions {
+		ok = ok || string(c) == o.For
+	}
+	if !ok {
+		return usageErrorf("--for %q: use started, exited, failed, deleted or terminal", o.For)
+	}
+	if o.Timeout <= 0 {
+		return usageErrorf("--timeout %s must be positive", o.Timeout)
+	}
+	for _, a := range o.args {
+		if err := ParseRef(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run waits.
+func (o *WaitOptions) Run(ctx context.Context) error {
+	st, ws, err := o.f.resolveAll(ctx, o.args)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	if err := o.f.waitFor(wctx, st, ws, Condition(o.For), o.Timeout, o.ErrOut); err != nil {
+		return err
+	}
+	for _, w := range ws {
+		fmt.Fprintf(o.Out, "%s condition met (%s)\n", ref(w.Kind, w.Name), o.For)
+	}
+	return nil
+}
+
+// RecoverOptions are the options of recover.
+type RecoverOptions struct {
+	genericiooptions.IOStreams
+	f      *Factory
+	Once   bool
+	Output string
+}
+
+// NewCmdRecover reattaches monitors to every non-terminal ID.
+func NewCmdRecover(f *Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &RecoverOptions{IOStreams: streams, f: f}
+	cmd := &cobra.Command{
+		Use:   "recover",
+		Short: "Reattach monitors to every non-terminal ID, after a restart",
+		Long: `Reattach monitors to every non-terminal ID in the state database, across runtimes and contexts.
+A reconcile pass from the informer caches first records what changed while nothing watched
+(including workloads deleted meanwhile); then it keeps monitoring like 'monitor --all'.
+--once does only the reconcile pass (for runbooks and cron) and prints a summary.`,
+		Example: `  # after a laptop restart
+  kubectl gobrave recover --once
+  # keep monitoring in the foreground
+  kubectl gobrave recover`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validateOutput(o.Output, "", "json"); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().BoolVar(&o.Once, "once", o.Once, "Only the reconcile pass, then print the summary and exit")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: json prints events as JSON lines and the summary as JSON")
+	return cmd
+}
+
+// RecoverSummary is the summary recover prints.
+type RecoverSummary struct {
+	Reattached int `json:"reattached"`
+	Changed    int `json:"changed"`
+	Terminal   int `json:"terminal"`
+}
+
+// Run recovers.
+func (o *RecoverOptions) Run(ctx context.Context) error {
+	st, err := o.f.Store(ctx)
+	if err != nil {
+		return err
+	}
+	ws, err := st.List(ctx, store.Filter{})
+	if err != nil {
+		return err
+	}
+	p := &eventPrinter{w: o.Out, json: o.Output == "json"}
+	var sum monitor.Summary
+	if len(ws) > 0 {
+		sum, err = o.f.runMonitors(ctx, st, ws, monitor.Options{Once: o.Once, Follow: !o.Once, OnEvent: p.print})
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+	}
+	s := RecoverSummary{Reattached: sum.Reattached, Changed: sum.Changed, Terminal: sum.Terminal}
+	if o.Output == "json" {
+		return printData(o.Out, "json", s)
+	}
+	fmt.Fprintf(o.Out, "reattached %d, changed %d, now terminal %d\n", s.Reattached, s.Changed, s.Terminal)
+	return nil
+}

@@ -1,0 +1,196 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
+)
+
+// ParseRef checks the shape of an argument that names a workload without any
+// I/O: a full runtime ID, deployment/NAME, job/NAME or a bare NAME.
+func ParseRef(arg string) error {
+	switch {
+	case strings.Contains(arg, "|"):
+		_, err := runtimeid.Parse(arg)
+		return err
+	case strings.Contains(arg, "/"):
+		kind, name, _ := strings.Cut(arg, "/")
+		kind = normalizeKind(kind)
+		if !runtimeid.IsKind(kind) {
+			return usageErrorf("%q: unknown kind %q (use deployment/NAME, job/NAME, a bare NAME or a runtime ID such as %s)", arg, kind, "k8s-default|deployment|web-api")
+		}
+		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+			return usageErrorf("%q: name %q is not a DNS-1123 label: %s", arg, name, errs[0])
+		}
+	default:
+		if errs := validation.IsDNS1123Label(arg); len(errs) > 0 {
+			return usageErrorf("%q is neither a runtime ID (%s) nor a workload name: %s", arg, runtimeid.Format, errs[0])
+		}
+	}
+	return nil
+}
+
+func normalizeKind(k string) string {
+	switch strings.ToLower(k) {
+	case "deployment", "deployments", "deploy", "deployment.apps":
+		return runtimeid.KindDeployment
+	case "job", "jobs", "job.batch":
+		return runtimeid.KindJob
+	}
+	return k
+}
+
+// Resolve turns an argument into a recorded workload: a full runtime ID,
+// deployment/NAME or job/NAME (namespace from -n, the profile or the
+// kubeconfig; runtime from --runtime or the profile file), or a bare NAME
+// when exactly one record has that name.
+func (f *Factory) Resolve(ctx context.Context, st *store.Store, arg string) (store.Workload, error) {
+	if err := ParseRef(arg); err != nil {
+		return store.Workload{}, err
+	}
+	switch {
+	case strings.Contains(arg, "|"):
+		return get(ctx, st, arg)
+	case strings.Contains(arg, "/"):
+		kind, name, _ := strings.Cut(arg, "/")
+		rt, err := f.Runtime()
+		if err != nil {
+			return store.Workload{}, err
+		}
+		ns, err := f.Namespace(rt, "")
+		if err != nil {
+			return store.Workload{}, err
+		}
+		id := runtimeid.ID{Runtime: rt, Namespace: ns, Kind: normalizeKind(kind), Name: name}
+		return get(ctx, st, id.String())
+	}
+	ws, err := st.List(ctx, store.Filter{All: true, Name: arg})
+	if err != nil {
+		return store.Workload{}, err
+	}
+	switch len(ws) {
+	case 0:
+		return store.Workload{}, fmt.Errorf("%w: no workload named %q in the state database %s (see 'kubectl gobrave ps -a', or 'kubectl gobrave adopt' for workloads made elsewhere)", store.ErrNotFound, arg, st.Path())
+	case 1:
+		return ws[0], nil
+	}
+	ids := make([]string, len(ws))
+	for i, w := range ws {
+		ids[i] = w.RuntimeID
+	}
+	return store.Workload{}, usageErrorf("%q matches %d workloads: %s (pass the full runtime ID)", arg, len(ws), strings.Join(ids, ", "))
+}
+
+func get(ctx context.Context, st *store.Store, id string) (store.Workload, error) {
+	w, err := st.Get(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return w, fmt.Errorf("%w: %s is not in the state database %s (see 'kubectl gobrave ps -a', or 'kubectl gobrave adopt' for workloads made elsewhere)", store.ErrNotFound, id, st.Path())
+	}
+	return w, err
+}
+
+// resolveAll resolves every argument, checking their shape first so that a
+// bad argument is reported before any work is done.
+func (f *Factory) resolveAll(ctx context.Context, args []string) (*store.Store, []store.Workload, error) {
+	for _, a := range args {
+		if err := ParseRef(a); err != nil {
+			return nil, nil, err
+		}
+	}
+	st, err := f.Store(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var (
+		out  []store.Workload
+		errs []error
+		seen = map[string]bool{}
+	)
+	for _, a := range args {
+		w, err := f.Resolve(ctx, st, a)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !seen[w.RuntimeID] {
+			seen[w.RuntimeID] = true
+			out = append(out, w)
+		}
+	}
+	return st, out, errors.Join(errs...)
+}
+
+// WorkloadView is the stable JSON/YAML form of a workload record.
+type WorkloadView struct {
+	RuntimeID string    `json:"runtimeID"`
+	Runtime   string    `json:"runtime"`
+	Namespace string    `json:"namespace"`
+	Kind      string    `json:"kind"`
+	Name      string    `json:"name"`
+	UID       string    `json:"uid"`
+	State     string    `json:"state"`
+	Message   string    `json:"message"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// EventView is the stable JSON/YAML form of an event.
+type EventView struct {
+	RuntimeID string    `json:"runtimeID"`
+	Type      string    `json:"type"`
+	Message   string    `json:"message"`
+	UID       string    `json:"uid"`
+	Time      time.Time `json:"time"`
+}
+
+func viewOf(w store.Workload) WorkloadView {
+	return WorkloadView{
+		RuntimeID: w.RuntimeID, Runtime: w.Runtime, Namespace: w.Namespace, Kind: w.Kind, Name: w.Name,
+		UID: w.UID, State: string(w.State), Message: w.Message,
+		CreatedAt: w.CreatedAt.UTC().Truncate(time.Second), UpdatedAt: w.UpdatedAt.UTC().Truncate(time.Second),
+	}
+}
+
+func eventViewOf(e store.Event) EventView {
+	return EventView{RuntimeID: e.RuntimeID, Type: string(e.Type), Message: e.Message, UID: e.UID, Time: e.Time.UTC()}
+}
+
+func validateOutput(o string, allowed ...string) error {
+	if slices.Contains(allowed, o) {
+		return nil
+	}
+	var names []string
+	for _, a := range allowed {
+		if a != "" {
+			names = append(names, a)
+		}
+	}
+	return usageErrorf("output format %q is not supported (use one of: %s)", o, strings.Join(names, ", "))
+}
+
+func yamlMarshal(v any) ([]byte, error) { return yaml.Marshal(v) }
+
+func age(t time.Time, now time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now.Sub(t))
+}
+
+// ref is kubectl's resource/name of a workload, e.g. deployment.apps/web.
+func ref(kind, name string) string {
+	if kind == runtimeid.KindJob {
+		return "job.batch/" + name
+	}
+	return "deployment.apps/" + name
+}

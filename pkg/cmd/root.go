@@ -1,0 +1,126 @@
+// Package cmd holds the cobra commands of kubectl-gobrave: one file per verb,
+// each an Options struct with Complete, Validate and Run.
+package cmd
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/config"
+	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
+	"github.com/gobrave/kubectl-gobrave/pkg/spec"
+)
+
+// Exit codes, documented in README.md and docs/output.md.
+const (
+	ExitOK      = 0
+	ExitError   = 1 // an API or runtime error, a wait that timed out
+	ExitInvalid = 2 // invalid input or usage, detected before any API call
+)
+
+// ErrUsage marks invalid input or usage found by the CLI itself.
+var ErrUsage = errors.New("invalid usage")
+
+// usageErrorf returns an error that maps to exit code 2.
+func usageErrorf(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, a...))
+}
+
+// ExitError carries an explicit exit code (e.g. exec's remote exit code).
+type ExitCodeError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitCodeError) Error() string { return e.Err.Error() }
+func (e *ExitCodeError) Unwrap() error { return e.Err }
+
+// ExitCode maps an error returned by a command to the process exit code.
+func ExitCode(err error) int {
+	var ec *ExitCodeError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ec):
+		return ec.Code
+	case errors.Is(err, ErrUsage), errors.Is(err, runtimeid.ErrInvalid),
+		errors.Is(err, spec.ErrInvalid), errors.Is(err, config.ErrInvalid):
+		return ExitInvalid
+	}
+	return ExitError
+}
+
+// FormatError renders err as the one line main prints after "error: ".
+func FormatError(err error) string {
+	msg := err.Error()
+	for _, prefix := range []string{ErrUsage.Error() + ": ", runtimeid.ErrInvalid.Error() + " "} {
+		msg = strings.Replace(msg, prefix, strings.TrimSuffix(prefix, ": ")+" ", 1)
+	}
+	msg = strings.ReplaceAll(msg, ErrUsage.Error()+" ", "")
+	// errors.Join separates with newlines; keep the contract of one line.
+	return strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
+}
+
+// NewCmdRoot builds the kubectl gobrave command tree.
+func NewCmdRoot(f *Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "gobrave",
+		Short: "A docker-like lifecycle for containers on any Kubernetes cluster",
+		Long: `kubectl gobrave gives containers a simple, docker-like lifecycle on any Kubernetes cluster.
+A service becomes a Deployment (plus an optional ClusterIP Service), a task becomes a Job.
+Each workload gets a stable runtime ID such as k8s-default|deployment|web-api; IDs, specs,
+last states and event histories live in a local SQLite database, so the tool remembers
+across restarts, and 'recover' reattaches monitors after a restart.
+
+Exit codes: 0 success; 1 an API or runtime error (or a wait that timed out);
+2 invalid input or usage, found before any API call, with nothing changed.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Annotations: map[string]string{
+			cobra.CommandDisplayNameAnnotation: "kubectl gobrave",
+		},
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return nil
+		},
+	}
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	cmd.SetIn(streams.In)
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErrorf("%v (see '%s --help')", err, c.CommandPath())
+	})
+
+	flags := cmd.PersistentFlags()
+	f.ConfigFlags.AddFlags(flags)
+	flags.StringVar(&f.RuntimeFlag, "runtime", f.RuntimeFlag, "Runtime name for new IDs and lookups: k8s or k3s (default: the config file's defaultRuntime, else k8s)")
+	flags.StringVar(&f.StateDBFlag, "state-db", f.StateDBFlag, "Path of the state database (default $GOBRAVE_HOME/state.db, else $XDG_DATA_HOME/gobrave/state.db, else ~/.local/share/gobrave/state.db)")
+	flags.StringVar(&f.ConfigFlag, "config", f.ConfigFlag, "Path of the runtime profiles file (default $GOBRAVE_CONFIG, else $XDG_CONFIG_HOME/gobrave/config.yaml, else ~/.config/gobrave/config.yaml)")
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	flags.AddGoFlag(klogFlags.Lookup("v"))
+
+	cmd.AddCommand(
+		NewCmdCreate(f, streams),
+		NewCmdRun(f, streams),
+		NewCmdLifecycle(f, streams, verbStart),
+		NewCmdLifecycle(f, streams, verbStop),
+		NewCmdLifecycle(f, streams, verbPause),
+		NewCmdLifecycle(f, streams, verbResume),
+		NewCmdLifecycle(f, streams, verbDelete),
+		NewCmdLogs(f, streams),
+		NewCmdInspect(f, streams),
+		NewCmdPs(f, streams),
+		NewCmdEvents(f, streams),
+		NewCmdMonitor(f, streams),
+		NewCmdWait(f, streams),
+		NewCmdRecover(f, streams),
+		NewCmdVersion(f, streams),
+	)
+	return cmd
+}

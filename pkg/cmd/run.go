@@ -1,0 +1,92 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
+	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
+)
+
+// RunOptions are the options of run: create, start, wait until started.
+type RunOptions struct {
+	CreateOptions
+	Timeout time.Duration
+}
+
+// NewCmdRun creates, starts and waits for a workload.
+func NewCmdRun(f *Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &RunOptions{CreateOptions: CreateOptions{IOStreams: streams, f: f}, Timeout: 5 * time.Minute}
+	cmd := &cobra.Command{
+		Use:   "run NAME --image IMAGE [flags] [-- COMMAND [ARGS...]]",
+		Short: "Create and start a workload, and wait until it has started",
+		Long: `Create a workload like 'create', start it, and wait until it has started. For a service,
+reaching a terminal state (failed, exited, deleted) instead is an error; a job that has already
+finished with exit code 0 counts as started. The runtime ID is printed on stdout.`,
+		Example: `  kubectl gobrave run web --image nginx:1.27 --port 80 --expose
+  kubectl gobrave run once --kind job --image busybox --timeout 1m -- echo hello`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if o.Timeout <= 0 {
+				return usageErrorf("--timeout %s must be positive", o.Timeout)
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.flags.addFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: json or yaml prints the record instead of the ID")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the workload to start")
+	return cmd
+}
+
+// Run creates, starts and waits.
+func (o *RunOptions) Run(ctx context.Context) error {
+	w, err := o.f.create(ctx, o.spec)
+	if err != nil {
+		return err
+	}
+	id, err := runtimeid.Parse(w.RuntimeID)
+	if err != nil {
+		return err
+	}
+	client, err := o.f.Client(id.Runtime)
+	if err != nil {
+		return err
+	}
+	st, err := o.f.Store(ctx)
+	if err != nil {
+		return err
+	}
+	res, err := runtime.New(client, id.Runtime).Start(ctx, id, &w.Spec)
+	if err != nil {
+		return err
+	}
+	if _, _, err := st.Apply(ctx, store.Transition{RuntimeID: w.RuntimeID, Type: store.StartRequested, UID: res.UID, Message: "run"}); err != nil {
+		return fmt.Errorf("record start of %s: %w", id, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	cur, _ := st.Get(ctx, w.RuntimeID)
+	if err := o.f.waitFor(wctx, st, []store.Workload{cur}, ConditionStarted, o.Timeout, o.ErrOut); err != nil {
+		return fmt.Errorf("run %s: %w", id, err)
+	}
+	if o.Output == "json" || o.Output == "yaml" {
+		cur, err := st.Get(ctx, w.RuntimeID)
+		if err != nil {
+			return err
+		}
+		return printData(o.Out, o.Output, viewOf(cur))
+	}
+	fmt.Fprintln(o.Out, w.RuntimeID)
+	return nil
+}

@@ -1,0 +1,221 @@
+package cmd_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// setJobStatus sets the status of a job in the fake cluster, as the job
+// controller would.
+func setJobStatus(t *testing.T, h *harness, ns, name string, st batchv1.JobStatus) {
+	t.Helper()
+	j, err := h.job("", ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Status = st
+	if _, err := h.clusters[""].BatchV1().Jobs(ns).UpdateStatus(context.Background(), j, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var (
+	jobComplete = batchv1.JobStatus{Succeeded: 1, Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}
+	jobFailed   = batchv1.JobStatus{Failed: 1, Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"}}}
+)
+
+func eventTypes(evs []eventView) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+func TestWaitForExited(t *testing.T) {
+	tests := []struct {
+		name string
+		// before: the job completes before wait starts (the informer's list
+		// sees it); otherwise while wait watches.
+		before bool
+	}{
+		{"completes while waiting", false},
+		{"already complete", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			seedWebTask(t, h)
+			if tt.before {
+				setJobStatus(t, h, "default", "task", jobComplete)
+			}
+			ch := h.runAsync(t.Context(), "wait", "job/task", "--for=exited", "--timeout=30s")
+			if !tt.before {
+				eventually(t, "the monitor's watch of jobs", func() bool { return h.clusters[""].watching("jobs") })
+				setJobStatus(t, h, "default", "task", jobComplete)
+			}
+			r := await(t, ch)
+			checkExit(t, r, 0, "")
+			if diff := cmp.Diff("job.batch/task condition met (exited)\n", r.stdout); diff != "" {
+				t.Errorf("stdout (-want +got):\n%s", diff)
+			}
+			if got := h.state(taskID); got != "exited" {
+				t.Errorf("state %q, want exited", got)
+			}
+			evs := h.events(taskID)
+			if diff := cmp.Diff([]string{"Created", "ContainerExited"}, eventTypes(evs)); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			j, _ := h.job("", "default", "task")
+			if last := evs[len(evs)-1]; last.Message != "0" || last.UID != string(j.UID) {
+				t.Errorf("ContainerExited message %q uid %q, want 0 and %s", last.Message, last.UID, j.UID)
+			}
+			// web, not waited for, is untouched.
+			if got := h.state(webID); got != "created" {
+				t.Errorf("web: state %q, want created", got)
+			}
+		})
+	}
+}
+
+func TestWaitImpossible(t *testing.T) {
+	h := newHarness(t)
+	seedWebTask(t, h)
+	setJobStatus(t, h, "default", "task", jobFailed)
+	r := await(t, h.runAsync(t.Context(), "wait", "task", "--for=exited", "--timeout=30s"))
+	checkExit(t, r, 1, "wait for exited: "+taskID+" is failed (BackoffLimitExceeded: Job has reached the specified backoff limit)")
+	if r.stdout != "" {
+		t.Errorf("stdout %q", r.stdout)
+	}
+}
+
+func TestWaitTimeout(t *testing.T) {
+	h := newHarness(t)
+	seedWebTask(t, h)
+	start := time.Now()
+	r := await(t, h.runAsync(t.Context(), "wait", "web", "task", "--for=exited", "--timeout=500ms"))
+	checkExit(t, r, 1, "timed out after 500ms waiting for exited: "+webID+" (created), "+taskID+" (created)")
+	if strings.Contains(r.msg, "\n") {
+		t.Errorf("error is not one line: %q", r.msg)
+	}
+	if el := time.Since(start); el < 500*time.Millisecond {
+		t.Errorf("returned after %v, before the timeout", el)
+	}
+	if r.stdout != "" {
+		t.Errorf("stdout %q", r.stdout)
+	}
+	for _, id := range []string{webID, taskID} {
+		if got := h.state(id); got != "created" {
+			t.Errorf("%s: state %q, want created", id, got)
+		}
+	}
+}
+
+func TestStopWait(t *testing.T) {
+	h := newHarness(t)
+	seedWebTask(t, h)
+	// A deployment scaled to 0 with no replica left has exited.
+	r := await(t, h.runAsync(t.Context(), "stop", "web", "--wait", "--timeout=30s"))
+	checkExit(t, r, 0, "")
+	if diff := cmp.Diff("deployment.apps/web stopped ("+webID+")\n", r.stdout); diff != "" {
+		t.Errorf("stdout (-want +got):\n%s", diff)
+	}
+	if got := h.state(webID); got != "exited" {
+		t.Errorf("state %q, want exited", got)
+	}
+	if diff := cmp.Diff([]string{"Created", "StopRequested", "ContainerExited"}, eventTypes(h.events(webID))); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func TestDeleteWait(t *testing.T) {
+	h := newHarness(t)
+	seedWebTask(t, h)
+	r := await(t, h.runAsync(t.Context(), "delete", "web", "task", "--wait", "--timeout=30s"))
+	checkExit(t, r, 0, "")
+	want := "deployment.apps/web deleted (" + webID + ")\njob.batch/task deleted (" + taskID + ")\n"
+	if diff := cmp.Diff(want, r.stdout); diff != "" {
+		t.Errorf("stdout (-want +got):\n%s", diff)
+	}
+	for _, id := range []string{webID, taskID} {
+		if diff := cmp.Diff([]string{"Created", "DeleteRequested", "ContainerDeleted"}, eventTypes(h.events(id))); diff != "" {
+			t.Errorf("%s: events (-want +got):\n%s", id, diff)
+		}
+		if got := h.state(id); got != "deleted" {
+			t.Errorf("%s: state %q, want deleted", id, got)
+		}
+	}
+}
+
+func TestRun(t *testing.T) {
+	t.Run("deployment becomes ready", func(t *testing.T) {
+		h := newHarness(t)
+		ch := h.runAsync(t.Context(), "run", "web", "--image", "nginx:1.27", "--timeout=30s")
+		eventually(t, "the deployment and the monitor's watch", func() bool {
+			_, err := h.deployment("", "default", "web")
+			return err == nil && h.clusters[""].watching("deployments")
+		})
+		d, _ := h.deployment("", "default", "web")
+		d.Status = appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+		if _, err := h.clusters[""].AppsV1().Deployments("default").UpdateStatus(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		r := await(t, ch)
+		checkExit(t, r, 0, "")
+		if diff := cmp.Diff(webID+"\n", r.stdout); diff != "" {
+			t.Errorf("stdout (-want +got):\n%s", diff)
+		}
+		if got := h.state(webID); got != "running" {
+			t.Errorf("state %q, want running", got)
+		}
+		if diff := cmp.Diff([]string{"Created", "StartRequested", "ContainerStarted"}, eventTypes(h.events(webID))); diff != "" {
+			t.Errorf("events (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("job that failed", func(t *testing.T) {
+		h := newHarness(t)
+		ch := h.runAsync(t.Context(), "run", "once", "--kind", "job", "--image", "busybox", "--timeout=30s", "-o", "json")
+		eventually(t, "the job and the monitor's watch", func() bool {
+			_, err := h.job("", "default", "once")
+			return err == nil && h.clusters[""].watching("jobs")
+		})
+		setJobStatus(t, h, "default", "once", jobFailed)
+		r := await(t, ch)
+		checkExit(t, r, 1, "run k8s-default|job|once: wait for started: k8s-default|job|once is failed")
+		if r.stdout != "" {
+			t.Errorf("stdout %q", r.stdout)
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		h := newHarness(t)
+		r := await(t, h.runAsync(t.Context(), "run", "web", "--image", "nginx:1.27", "--timeout=300ms"))
+		checkExit(t, r, 1, "timed out after 300ms waiting for started: "+webID+" (starting)")
+		// The workload stays, recorded: the user can wait again or delete it.
+		if got := h.state(webID); got != "starting" {
+			t.Errorf("state %q, want starting", got)
+		}
+	})
+}
+
+// TestWaitReleasesLeases: once wait has returned, its monitor is done with
+// the database: no lease is left behind for another process to wait out.
+func TestWaitReleasesLeases(t *testing.T) {
+	h := newHarness(t)
+	seedWebTask(t, h)
+	setJobStatus(t, h, "default", "task", jobComplete)
+	for i := range 10 {
+		r := await(t, h.runAsync(t.Context(), "wait", "web", "--for=exited", "--timeout=200ms"))
+		checkExit(t, r, 1, "timed out")
+		if held := h.leases(webID); held != "" {
+			t.Fatalf("run %d: after wait returned, %s is still leased by %s", i, webID, held)
+		}
+	}
+}

@@ -1,0 +1,256 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/monitor"
+	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
+	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
+)
+
+// Condition is what wait and --wait block on.
+type Condition string
+
+// Conditions.
+const (
+	ConditionStarted  Condition = "started"
+	ConditionExited   Condition = "exited"
+	ConditionFailed   Condition = "failed"
+	ConditionDeleted  Condition = "deleted"
+	ConditionTerminal Condition = "terminal"
+)
+
+// Conditions lists the valid --for values.
+var Conditions = []Condition{ConditionStarted, ConditionExited, ConditionFailed, ConditionDeleted, ConditionTerminal}
+
+// check tells whether w meets c (ok) or can no longer meet it (impossible).
+func (c Condition) check(w store.Workload) (ok, impossible bool) {
+	switch c {
+	case ConditionStarted:
+		switch {
+		case w.State == store.StateRunning:
+			return true, false
+		case w.State == store.StateExited && w.Kind == runtimeid.KindJob && !strings.Contains(w.Message, "stopped"):
+			// A job that exited 0 has started and finished.
+			return true, false
+		case w.State.Terminal():
+			return false, true
+		}
+	case ConditionExited:
+		switch w.State {
+		case store.StateExited:
+			return true, false
+		case store.StateFailed, store.StateDeleted:
+			return false, true
+		}
+	case ConditionFailed:
+		switch w.State {
+		case store.StateFailed:
+			return true, false
+		case store.StateExited, store.StateDeleted:
+			return false, true
+		}
+	case ConditionDeleted:
+		return w.State == store.StateDeleted, false
+	case ConditionTerminal:
+		return w.State.Terminal(), false
+	}
+	return false, false
+}
+
+// owner identifies this process for monitor leases.
+func owner() store.Owner {
+	host, _ := os.Hostname()
+	return store.Owner{ID: fmt.Sprintf("%s/%d/%d", host, os.Getpid(), time.Now().UnixNano()), PID: os.Getpid(), Host: host}
+}
+
+// byContext groups workloads by the kubeconfig context of their runtime.
+func (f *Factory) byContext(ws []store.Workload) (map[string][]runtimeid.ID, map[string]string, error) {
+	groups := map[string][]runtimeid.ID{}
+	runtimeOf := map[string]string{}
+	for _, w := range ws {
+		id, err := runtimeid.Parse(w.RuntimeID)
+		if err != nil {
+			return nil, nil, err
+		}
+		ctxName, err := f.ContextFor(id.Runtime)
+		if err != nil {
+			return nil, nil, err
+		}
+		groups[ctxName] = append(groups[ctxName], id)
+		runtimeOf[ctxName] = id.Runtime
+	}
+	return groups, runtimeOf, nil
+}
+
+// runMonitors runs one monitor per kubeconfig context over ws until ctx ends
+// or (without follow) every ID is terminal.
+func (f *Factory) runMonitors(ctx context.Context, st *store.Store, ws []store.Workload, opts monitor.Options) (monitor.Summary, error) {
+	groups, runtimeOf, err := f.byContext(ws)
+	if err != nil {
+		return monitor.Summary{}, err
+	}
+	if opts.Owner.ID == "" {
+		opts.Owner = owner()
+	}
+	var (
+		mu    sync.Mutex
+		total monitor.Summary
+		errs  []error
+		wg    sync.WaitGroup
+	)
+	ctxNames := make([]string, 0, len(groups))
+	for c := range groups {
+		ctxNames = append(ctxNames, c)
+	}
+	sort.Strings(ctxNames)
+	for _, c := range ctxNames {
+		client, err := f.Client(runtimeOf[c])
+		if err != nil {
+			return monitor.Summary{}, err
+		}
+		m := monitor.New(client, st, opts)
+		m.Add(groups[c]...)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sum, err := m.Run(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			total.Reattached += sum.Reattached
+			total.Changed += sum.Changed
+			total.Terminal += sum.Terminal
+			if err != nil && !errors.Is(err, context.Canceled) {
+				errs = append(errs, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return total, errors.Join(errs...)
+}
+
+// waitFor blocks until every workload meets cond, one of them cannot any
+// more, or ctx ends (the overall timeout). Monitors record what they see in
+// the database; the wait reads the database.
+func (f *Factory) waitFor(ctx context.Context, st *store.Store, ws []store.Workload, cond Condition, timeout time.Duration, progress io.Writer) error {
+	pending := map[string]store.Workload{}
+	for _, w := range ws {
+		pending[w.RuntimeID] = w
+	}
+	mctx, stopMonitors := context.WithCancel(ctx)
+	defer stopMonitors()
+	monErr := make(chan error, 1)
+	var live []store.Workload
+	for _, w := range ws {
+		if !w.State.Terminal() {
+			live = append(live, w)
+		}
+	}
+	go func() {
+		_, err := f.runMonitors(mctx, st, live, monitor.Options{Follow: true})
+		monErr <- err
+	}()
+
+	var failed []string
+	check := func(ctx context.Context) (bool, error) {
+		for id := range pending {
+			w, err := st.Get(ctx, id)
+			if err != nil {
+				return false, err
+			}
+			ok, impossible := cond.check(w)
+			switch {
+			case ok:
+				delete(pending, id)
+			case impossible:
+				delete(pending, id)
+				failed = append(failed, fmt.Sprintf("%s is %s (%s)", id, w.State, w.Message))
+			}
+		}
+		return len(pending) == 0 || len(failed) > 0, nil
+	}
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		select {
+		case err := <-monErr:
+			if err != nil {
+				return false, err
+			}
+			monErr = nil
+		default:
+		}
+		return check(ctx)
+	})
+	stopMonitors()
+	if len(failed) > 0 {
+		sort.Strings(failed)
+		return fmt.Errorf("wait for %s: %s", cond, strings.Join(failed, "; "))
+	}
+	if err != nil {
+		if ctx.Err() != nil && len(pending) > 0 {
+			ids := make([]string, 0, len(pending))
+			for id, w := range pending {
+				cur, _ := st.Get(context.WithoutCancel(ctx), id)
+				if cur.State == "" {
+					cur = w
+				}
+				ids = append(ids, fmt.Sprintf("%s (%s)", id, cur.State))
+			}
+			sort.Strings(ids)
+			return fmt.Errorf("timed out after %s waiting for %s: %s", timeout, cond, strings.Join(ids, ", "))
+		}
+		return err
+	}
+	return nil
+}
+
+// waitGone polls until each workload object is gone from the cluster (or
+// replaced by an object with another UID) and records ContainerDeleted.
+// delete --wait uses it: the record is already in state deleted.
+func (f *Factory) waitGone(ctx context.Context, st *store.Store, ws []store.Workload, timeout time.Duration) error {
+	left := append([]store.Workload(nil), ws...)
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		var still []store.Workload
+		for _, w := range left {
+			id, err := runtimeid.Parse(w.RuntimeID)
+			if err != nil {
+				return false, err
+			}
+			client, err := f.Client(id.Runtime)
+			if err != nil {
+				return false, err
+			}
+			uid, exists, err := runtime.New(client, id.Runtime).Exists(ctx, id)
+			if err != nil {
+				return false, err
+			}
+			if exists && (w.UID == "" || uid == w.UID) {
+				still = append(still, w)
+				continue
+			}
+			if _, _, err := st.Apply(ctx, store.Transition{RuntimeID: w.RuntimeID, Type: store.ContainerDeleted, UID: w.UID, Message: "deleted from the cluster"}); err != nil {
+				return false, err
+			}
+		}
+		left = still
+		return len(left) == 0, nil
+	})
+	if err != nil && ctx.Err() != nil && len(left) > 0 {
+		ids := make([]string, len(left))
+		for i, w := range left {
+			ids[i] = w.RuntimeID
+		}
+		return fmt.Errorf("timed out after %s waiting for deletion: %s still exist", timeout, strings.Join(ids, ", "))
+	}
+	return err
+}
