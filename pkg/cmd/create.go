@@ -63,6 +63,10 @@ func (s *specFlags) build(name string, command []string) (spec.ContainerSpec, er
 	if s.File != "" {
 		var err error
 		if cs, err = spec.LoadFile(s.File); err != nil {
+			if !errors.Is(err, spec.ErrInvalid) {
+				// Missing or unreadable: still bad input, found before any API call.
+				err = fmt.Errorf("%w: %w (check --filename)", ErrUsage, err)
+			}
 			return cs, err
 		}
 	}

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -59,6 +60,10 @@ func (f *Factory) Config() (config.Config, error) {
 	path, explicit := config.ConfigPath(f.ConfigFlag, f.Getenv, f.Home)
 	c, err := config.LoadOrDefault(path, explicit)
 	if err != nil {
+		// A profiles file that is missing, unreadable or invalid is bad input.
+		if !errors.Is(err, config.ErrInvalid) {
+			err = fmt.Errorf("%w: %w", ErrUsage, err)
+		}
 		return config.Config{}, err
 	}
 	f.cfg = &c

@@ -37,7 +37,7 @@ func TestHelpReadsKubectlGobrave(t *testing.T) {
 	h := newHarness(t)
 	r := h.run("--help")
 	checkExit(t, r, 0, "")
-	for _, want := range []string{"Usage:\n  kubectl gobrave [command]", `Use "kubectl gobrave [command] --help"`} {
+	for _, want := range []string{"Usage:\n", "\n  kubectl gobrave [command]\n", `Use "kubectl gobrave [command] --help"`} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("root help does not contain %q:\n%s", want, r.stdout)
 		}

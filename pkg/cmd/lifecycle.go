@@ -119,13 +119,17 @@ func (o *LifecycleOptions) Validate() error {
 // Run applies the verb to every ID; one failure does not stop the others.
 func (o *LifecycleOptions) Run(ctx context.Context) error {
 	st, ws, err := o.f.resolveAll(ctx, o.args)
-	if err != nil {
+	if st == nil || ExitCode(err) == ExitInvalid {
+		// An ambiguous name is bad input: act on nothing.
 		return err
 	}
 	var (
 		errs []error
 		done []store.Workload
 	)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	for _, w := range ws {
 		w, err := o.apply(ctx, st, w)
 		if err != nil {

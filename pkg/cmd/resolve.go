@@ -80,7 +80,7 @@ func (f *Factory) Resolve(ctx context.Context, st *store.Store, arg string) (sto
 	}
 	switch len(ws) {
 	case 0:
-		return store.Workload{}, fmt.Errorf("%w: no workload named %q in the state database %s (see 'kubectl gobrave ps -a', or 'kubectl gobrave adopt' for workloads made elsewhere)", store.ErrNotFound, arg, st.Path())
+		return store.Workload{}, notFound(fmt.Sprintf("no workload named %q in the state database %s (see 'kubectl gobrave ps -a')", arg, st.Path()))
 	case 1:
 		return ws[0], nil
 	}
@@ -94,7 +94,7 @@ func (f *Factory) Resolve(ctx context.Context, st *store.Store, arg string) (sto
 func get(ctx context.Context, st *store.Store, id string) (store.Workload, error) {
 	w, err := st.Get(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return w, fmt.Errorf("%w: %s is not in the state database %s (see 'kubectl gobrave ps -a', or 'kubectl gobrave adopt' for workloads made elsewhere)", store.ErrNotFound, id, st.Path())
+		return w, notFound(fmt.Sprintf("%s is not in the state database %s (see 'kubectl gobrave ps -a')", id, st.Path()))
 	}
 	return w, err
 }
@@ -127,6 +127,8 @@ func (f *Factory) resolveAll(ctx context.Context, args []string) (*store.Store, 
 			out = append(out, w)
 		}
 	}
+	// The resolved workloads come back even when others failed, so a verb
+	// over many IDs can act on the good ones and report the rest.
 	return st, out, errors.Join(errs...)
 }
 
@@ -194,3 +196,10 @@ func ref(kind, name string) string {
 	}
 	return "deployment.apps/" + name
 }
+
+// notFoundError reads as its message and matches store.ErrNotFound.
+type notFoundError string
+
+func notFound(msg string) error              { return notFoundError(msg) }
+func (e notFoundError) Error() string        { return string(e) }
+func (e notFoundError) Is(target error) bool { return target == store.ErrNotFound }

@@ -52,6 +52,9 @@ func ExitCode(err error) int {
 	case errors.Is(err, ErrUsage), errors.Is(err, runtimeid.ErrInvalid),
 		errors.Is(err, spec.ErrInvalid), errors.Is(err, config.ErrInvalid):
 		return ExitInvalid
+	case strings.HasPrefix(err.Error(), "unknown command "):
+		// cobra's own error for a verb that does not exist.
+		return ExitInvalid
 	}
 	return ExitError
 }
@@ -85,8 +88,18 @@ Exit codes: 0 success; 1 an API or runtime error (or a wait that timed out);
 		Annotations: map[string]string{
 			cobra.CommandDisplayNameAnnotation: "kubectl gobrave",
 		},
+		Example: `  kubectl gobrave create web --image nginx:1.27 --port 80 --expose
+  kubectl gobrave ps
+  kubectl gobrave stop web --wait
+  kubectl gobrave recover --once`,
+		// Check the global flags and the profiles file before any verb
+		// opens the database or talks to the cluster.
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			return nil
+			if f.RuntimeFlag != "" && !runtimeid.IsRuntime(f.RuntimeFlag) {
+				return usageErrorf("--runtime %q: use k8s or k3s", f.RuntimeFlag)
+			}
+			_, err := f.Config()
+			return err
 		},
 	}
 	cmd.SetOut(streams.Out)
@@ -122,5 +135,21 @@ Exit codes: 0 success; 1 an API or runtime error (or a wait that timed out);
 		NewCmdRecover(f, streams),
 		NewCmdVersion(f, streams),
 	)
+	wrapArgs(cmd)
 	return cmd
+}
+
+// wrapArgs makes cobra's argument-count errors usage errors (exit code 2).
+func wrapArgs(c *cobra.Command) {
+	if orig := c.Args; orig != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := orig(cmd, args); err != nil {
+				return usageErrorf("%v (see '%s --help')", err, cmd.CommandPath())
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		wrapArgs(sub)
+	}
 }

@@ -151,6 +151,7 @@ func (f *Factory) waitFor(ctx context.Context, st *store.Store, ws []store.Workl
 	mctx, stopMonitors := context.WithCancel(ctx)
 	defer stopMonitors()
 	monErr := make(chan error, 1)
+	monDone := make(chan struct{})
 	var live []store.Workload
 	for _, w := range ws {
 		if !w.State.Terminal() {
@@ -158,6 +159,7 @@ func (f *Factory) waitFor(ctx context.Context, st *store.Store, ws []store.Workl
 		}
 	}
 	go func() {
+		defer close(monDone)
 		_, err := f.runMonitors(mctx, st, live, monitor.Options{Follow: true})
 		monErr <- err
 	}()
@@ -191,7 +193,9 @@ func (f *Factory) waitFor(ctx context.Context, st *store.Store, ws []store.Workl
 		}
 		return check(ctx)
 	})
+	// Let the monitors record what is pending and release their leases.
 	stopMonitors()
+	<-monDone
 	if len(failed) > 0 {
 		sort.Strings(failed)
 		return fmt.Errorf("wait for %s: %s", cond, strings.Join(failed, "; "))

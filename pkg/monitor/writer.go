@@ -53,6 +53,7 @@ func (m *Monitor) drain(ctx context.Context) error {
 
 // record applies one batch of items.
 func (m *Monitor) record(ctx context.Context, items []item) error {
+	m.enrichFailures(ctx, items)
 	var ts []store.Transition
 	for _, it := range items {
 		if it.obs.Type == "" {

@@ -216,7 +216,7 @@ func (r *Runtime) Stop(ctx context.Context, id runtimeid.ID) (found bool, err er
 	case runtimeid.KindDeployment:
 		_, err := r.scale(ctx, id, 0)
 		if apierrors.IsNotFound(err) {
-			return false, err
+			return false, nil
 		}
 		return err == nil, err
 	case runtimeid.KindJob:

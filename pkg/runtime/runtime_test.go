@@ -221,8 +221,8 @@ func TestScaleRetriesConflict(t *testing.T) {
 
 func TestStopMissingDeployment(t *testing.T) {
 	found, err := New(newFake(), "k8s").Stop(context.Background(), mustID(t, "k8s-default|deployment|nope"))
-	if found || err == nil || !apierrors.IsNotFound(err) {
-		t.Fatalf("Stop(missing) = %v, %v; want not found", found, err)
+	if found || err != nil {
+		t.Fatalf("Stop(missing) = %v, %v; want false, nil", found, err)
 	}
 }
 
