@@ -85,7 +85,7 @@ func (o *PsOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	filter := store.Filter{All: o.All, Runtime: o.f.RuntimeFlag}
+	filter := store.Filter{All: o.All, Runtime: o.f.RuntimeFlag, NoSpec: true}
 	for _, s := range o.States {
 		filter.States = append(filter.States, store.State(s))
 	}

@@ -110,6 +110,9 @@ type Filter struct {
 	Namespace string
 	Kind      string
 	Name      string
+	// NoSpec leaves Workload.Spec empty: listings that never show the spec
+	// (ps) skip reading and decoding it, most of List's cost.
+	NoSpec bool
 }
 
 // Owner identifies a monitoring process for leases.

@@ -131,7 +131,11 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Workload, error) {
 			args = append(args, c.val)
 		}
 	}
-	q := "SELECT " + workloadColumns + " FROM workloads"
+	cols := workloadColumns
+	if f.NoSpec {
+		cols = strings.Replace(cols, "spec,", "'' AS spec,", 1)
+	}
+	q := "SELECT " + cols + " FROM workloads"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -157,6 +161,9 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Workload, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.fail("list workloads", err)
+	}
+	if f.NoSpec {
+		return ws, nil
 	}
 	if err := decodeSpecs(ws, specs); err != nil {
 		return nil, s.fail("list workloads", err)
