@@ -27,7 +27,11 @@ export GOBRAVE_HOME=$tmp/gobrave XDG_CONFIG_HOME=$tmp/config XDG_DATA_HOME=$tmp/
 export PATH=$root/bin:$testbin:$PATH
 
 step() {
-  printf '\n$ %s\n' "$*"
+  local out='$' a
+  for a in "$@"; do
+    if [[ $a =~ ^[A-Za-z0-9_./:=,@%+-]+$ ]]; then out+=" $a"; else out+=" '${a//\'/\'\\\'\'}'"; fi
+  done
+  printf '\n%s\n' "$out"
   "$@" || echo "(exit code $?)"
 }
 # Pods of this cluster read their logs from one file; write what the web server "prints".
@@ -50,6 +54,9 @@ echo
 echo "# a task whose container exits with code 42 (the local cluster's test label makes it fail)"
 step kubectl gobrave create crash --kind job --image busybox:1.36 --label gobrave.test/exit-code=42 -- sh -c 'exit 42'
 step kubectl gobrave wait crash --for=failed --timeout 1m
+echo
+echo "# nothing was monitoring 'report' when it completed: a reconcile pass records it"
+step kubectl gobrave recover --once
 step kubectl gobrave ps -a -o wide
 step kubectl gobrave delete web report crash --wait --timeout 1m
 step kubectl gobrave events web

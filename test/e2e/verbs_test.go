@@ -506,6 +506,7 @@ schedulingConstraints:
 			t.Errorf("last event %+v, want ContainerFailed", last)
 		}
 		// The message must carry the container's exit code, e.g. "exit code 42 ...".
+		t.Logf("failed job's message: %q", w.Message)
 		if !strings.Contains(w.Message, "42") {
 			t.Errorf("PLUGIN BUG: the failed job's message %q does not carry the exit code 42", w.Message)
 		}
