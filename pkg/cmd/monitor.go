@@ -112,8 +112,11 @@ func (o *MonitorOptions) Run(ctx context.Context) error {
 			live = append(live, w)
 		}
 	}
-	if len(live) == 0 && !o.Follow {
+	if len(live) == 0 {
 		fmt.Fprintln(o.ErrOut, "Nothing to monitor: every ID is terminal.")
+		if o.Follow {
+			<-ctx.Done() // --follow keeps running until interrupted
+		}
 		return nil
 	}
 	p := &eventPrinter{w: o.Out, json: o.Output == "json"}
