@@ -133,6 +133,7 @@ Exit codes: 0 success; 1 an API or runtime error (or a wait that timed out);
 		NewCmdMonitor(f, streams),
 		NewCmdWait(f, streams),
 		NewCmdRecover(f, streams),
+		NewCmdAdopt(f, streams),
 		NewCmdVersion(f, streams),
 	)
 	wrapArgs(cmd)
