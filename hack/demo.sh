@@ -43,7 +43,7 @@ fi
 
 step kubectl gobrave version
 step kubectl gobrave create web --image nginx:1.27 --port 80 --expose --env MODE=demo --cpu 0.25 --memory 128Mi
-step kubectl gobrave run report --kind job --image busybox:1.36 --timeout 1m -- sh -c 'echo report done'
+step kubectl gobrave run report --kind job --detach --image busybox:1.36 --timeout 1m -- sh -c "echo report done"
 step kubectl gobrave wait web --for=started --timeout 1m
 step kubectl gobrave ps
 step kubectl gobrave inspect web

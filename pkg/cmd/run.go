@@ -17,6 +17,7 @@ import (
 type RunOptions struct {
 	CreateOptions
 	Timeout time.Duration
+	Detach  bool
 }
 
 // NewCmdRun creates, starts and waits for a workload.
@@ -24,12 +25,14 @@ func NewCmdRun(f *Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &RunOptions{CreateOptions: CreateOptions{IOStreams: streams, f: f}, Timeout: 5 * time.Minute}
 	cmd := &cobra.Command{
 		Use:   "run NAME --image IMAGE [flags] [-- COMMAND [ARGS...]]",
-		Short: "Create and start a workload, and wait until it has started",
-		Long: `Create a workload like 'create', start it, and wait until it has started. For a service,
-reaching a terminal state (failed, exited, deleted) instead is an error; a job that has already
-finished with exit code 0 counts as started. The runtime ID is printed on stdout.`,
+		Short: "Create and start a workload, and wait until it has started (a job: until it has finished)",
+		Long: `Create a workload like 'create', start it, and wait, like a foreground 'docker run':
+a service until it has started (reaching a terminal state instead is an error); a job until it
+has finished: exit code 0 when it exited 0, 1 when it failed. With --detach a job is waited for
+only until it has started. The runtime ID is printed on stdout.`,
 		Example: `  kubectl gobrave run web --image nginx:1.27 --port 80 --expose
-  kubectl gobrave run once --kind job --image busybox --timeout 1m -- echo hello`,
+  kubectl gobrave run once --kind job --image busybox --timeout 1m -- echo hello
+  kubectl gobrave run nightly --kind job --image busybox --detach -- sh -c 'sleep 3600'`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd, args); err != nil {
 				return err
@@ -45,7 +48,8 @@ finished with exit code 0 counts as started. The runtime ID is printed on stdout
 	}
 	o.flags.addFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: json or yaml prints the record instead of the ID")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the workload to start")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the workload to start (a job: to finish)")
+	cmd.Flags().BoolVarP(&o.Detach, "detach", "d", o.Detach, "For a job: return once it has started, not when it has finished")
 	return cmd
 }
 
@@ -77,7 +81,11 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	wctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	cur, _ := st.Get(ctx, w.RuntimeID)
-	if err := o.f.waitFor(wctx, st, []store.Workload{cur}, ConditionStarted, o.Timeout, o.ErrOut); err != nil {
+	cond := ConditionStarted
+	if id.Kind == runtimeid.KindJob && !o.Detach {
+		cond = ConditionExited
+	}
+	if err := o.f.waitFor(wctx, st, []store.Workload{cur}, cond, o.Timeout, o.ErrOut); err != nil {
 		return fmt.Errorf("run %s: %w", id, err)
 	}
 	if o.Output == "json" || o.Output == "yaml" {

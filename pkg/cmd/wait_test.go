@@ -189,7 +189,7 @@ func TestRun(t *testing.T) {
 		})
 		setJobStatus(t, h, "default", "once", jobFailed)
 		r := await(t, ch)
-		checkExit(t, r, 1, "run k8s-default|job|once: wait for started: k8s-default|job|once is failed")
+		checkExit(t, r, 1, "run k8s-default|job|once: wait for exited: k8s-default|job|once is failed")
 		if r.stdout != "" {
 			t.Errorf("stdout %q", r.stdout)
 		}

@@ -57,8 +57,16 @@ func JobEvent(j *batchv1.Job) (Observation, bool) {
 		}
 	}
 	st := j.Status
+	// status.active counts Pending pods too: a pod that cannot be scheduled
+	// is active but has not started. status.ready (set by every job
+	// controller since Kubernetes 1.24) counts pods whose containers run;
+	// only without it is active the best there is.
+	running := st.Active > 0
+	if st.Ready != nil {
+		running = *st.Ready > 0
+	}
 	switch {
-	case st.Active > 0:
+	case running:
 		if j.DeletionTimestamp != nil {
 			return Observation{}, false
 		}
@@ -67,8 +75,6 @@ func JobEvent(j *batchv1.Job) (Observation, bool) {
 		return Observation{Type: store.ContainerExited, Message: "0", UID: uid}, true
 	case st.Failed > 0 && (j.Spec.BackoffLimit == nil || st.Failed > *j.Spec.BackoffLimit):
 		return Observation{Type: store.ContainerFailed, Message: fmt.Sprintf("%d failed pods", st.Failed), UID: uid}, true
-	case (st.Failed > 0 || st.StartTime != nil) && j.DeletionTimestamp == nil:
-		return Observation{Type: store.ContainerStarted, UID: uid}, true
 	}
 	return Observation{}, false
 }

@@ -44,8 +44,10 @@ func TestJobEvent(t *testing.T) {
 		want   *Observation
 	}{
 		{name: "new job, no status", want: nil},
-		{name: "active pod", status: batchv1.JobStatus{Active: 1}, want: started("u1")},
-		{name: "start time only", status: batchv1.JobStatus{StartTime: &now}, want: started("u1")},
+		{name: "active pod, no ready count (old controller)", status: batchv1.JobStatus{Active: 1}, want: started("u1")},
+		{name: "ready pod", status: batchv1.JobStatus{Active: 1, Ready: ptr.To[int32](1), StartTime: &now}, want: started("u1")},
+		{name: "pending pod is active but not started", status: batchv1.JobStatus{Active: 1, Ready: ptr.To[int32](0), StartTime: &now}, want: nil},
+		{name: "start time only", status: batchv1.JobStatus{StartTime: &now}, want: nil},
 		{name: "complete condition", status: batchv1.JobStatus{Succeeded: 1, Conditions: []batchv1.JobCondition{
 			jobCond(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, "CompletionsReached", ""),
 			jobCond(batchv1.JobComplete, corev1.ConditionTrue, "CompletionsReached", "Reached expected number of succeeded pods"),
@@ -87,7 +89,7 @@ func TestJobEvent(t *testing.T) {
 			status: batchv1.JobStatus{Failed: 1}, want: failed("1 failed pods")},
 		{name: "no conditions, failed pod being retried", status: batchv1.JobStatus{Active: 1, Failed: 1}, want: started("u1")},
 		{name: "no conditions, failed pod waiting for its retry", spec: batchv1.JobSpec{BackoffLimit: ptr.To[int32](6)},
-			status: batchv1.JobStatus{Failed: 1, StartTime: &now}, want: started("u1")},
+			status: batchv1.JobStatus{Failed: 1, StartTime: &now}, want: nil},
 		{name: "no conditions, success wins over failures", status: batchv1.JobStatus{Succeeded: 1, Failed: 3}, want: exited},
 		{name: "being deleted with an active pod", gone: true, status: batchv1.JobStatus{Active: 1}, want: nil},
 		{name: "being deleted after completion", gone: true, status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{
@@ -235,7 +237,7 @@ func TestSlim(t *testing.T) {
 	wantJob := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "task", Namespace: "ns", UID: "u2", DeletionTimestamp: &now},
 		Spec:       batchv1.JobSpec{BackoffLimit: ptr.To[int32](2)},
-		Status:     batchv1.JobStatus{Active: 1, Failed: 1, StartTime: &now},
+		Status:     batchv1.JobStatus{Active: 1, Failed: 1, StartTime: &now, Ready: ptr.To[int32](1)},
 	}
 	if diff := cmp.Diff(wantJob, gotJob); diff != "" {
 		t.Errorf("slim job (-want +got):\n%s", diff)

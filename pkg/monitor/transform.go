@@ -45,6 +45,7 @@ func slim(obj any) (any, error) {
 				Active:    o.Status.Active,
 				Succeeded: o.Status.Succeeded,
 				Failed:    o.Status.Failed,
+				Ready:     o.Status.Ready,
 			},
 		}
 		if len(o.Status.Conditions) > 0 {

@@ -533,6 +533,34 @@ schedulingConstraints:
 		waitJobCondition(t, ns, "boom", batchv1.JobFailed)
 	})
 
+	t.Run("job whose pod cannot be scheduled has not started", func(t *testing.T) {
+		t.Parallel()
+		ns := newNamespace(t)
+		// No node has the label gpu: the pod stays Pending, its container never runs.
+		id := createID(t, "create", "pending", "-n", ns, "--kind", "job", "--image", "registry.invalid/job:1", "--node-constraint", "gpu Exists")
+		waitFor(t, waitTimeout, func() (bool, error) {
+			pods, err := client(t).CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "job-name=pending"})
+			if err != nil {
+				return false, err
+			}
+			for _, p := range pods.Items {
+				for _, c := range p.Status.Conditions {
+					if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && p.Status.Phase == corev1.PodPending {
+						return true, nil
+					}
+				}
+			}
+			return false, fmt.Errorf("no unschedulable Pending pod among %d", len(pods.Items))
+		})
+		r := run(t, "wait", id, "--for=started", "--timeout", "3s")
+		if r.code != 1 {
+			t.Errorf("PLUGIN BUG: wait --for=started on a job whose only pod is Pending (unschedulable): %s, want exit code 1 (timed out)", r)
+		}
+		if w := record(t, id); w.State == "running" {
+			t.Errorf("PLUGIN BUG: a job whose pod is Pending and unscheduled is recorded as running; events %+v", events(t, id))
+		}
+	})
+
 	t.Run("pull policy Never is refused", func(t *testing.T) {
 		t.Parallel()
 		ns := newNamespace(t)
