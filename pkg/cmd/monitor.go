@@ -258,12 +258,19 @@ func (o *RecoverOptions) Run(ctx context.Context) error {
 	}
 	p := &eventPrinter{w: o.Out, json: o.Output == "json"}
 	var sum monitor.Summary
+	bar := newProgress(o.ErrOut)
+	if o.Once {
+		bar.update("reconciling %d IDs with the cluster", len(ws))
+	} else if bar.on {
+		fmt.Fprintf(o.ErrOut, "monitoring %d IDs; press Ctrl-C to stop\n", len(ws))
+	}
 	if len(ws) > 0 {
 		sum, err = o.f.runMonitors(ctx, st, ws, monitor.Options{Once: o.Once, Follow: !o.Once, OnEvent: p.print})
 		if err != nil && ctx.Err() == nil {
 			return err
 		}
 	}
+	bar.done()
 	s := RecoverSummary{Reattached: sum.Reattached, Changed: sum.Changed, Terminal: sum.Terminal}
 	if o.Output == "json" {
 		return printData(o.Out, "json", s)

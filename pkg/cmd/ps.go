@@ -125,6 +125,13 @@ func (o *PsOptions) Run(ctx context.Context) error {
 		return nil
 	}
 	now := o.now()
+	color := o.f.colorEnabled(o.Out)
+	state := func(s store.State) string {
+		if color {
+			return stateColor(s)
+		}
+		return string(s)
+	}
 	tw := printers.GetNewTabWriter(o.Out)
 	if o.Output == "wide" {
 		fmt.Fprintln(tw, "RUNTIME ID\tKIND\tSTATE\tAGE\tRUNTIME\tNAMESPACE\tNAME\tUID\tUPDATED\tMESSAGE")
@@ -133,11 +140,11 @@ func (o *PsOptions) Run(ctx context.Context) error {
 	}
 	for _, w := range ws {
 		if o.Output == "wide" {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", w.RuntimeID, w.Kind, w.State, age(w.CreatedAt, now),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", w.RuntimeID, w.Kind, state(w.State), age(w.CreatedAt, now),
 				w.Runtime, w.Namespace, w.Name, orNone(w.UID), age(w.UpdatedAt, now), orNone(w.Message))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", w.RuntimeID, w.Kind, w.State, age(w.CreatedAt, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", w.RuntimeID, w.Kind, state(w.State), age(w.CreatedAt, now))
 	}
 	return tw.Flush()
 }

@@ -144,6 +144,7 @@ func (f *Factory) runMonitors(ctx context.Context, st *store.Store, ws []store.W
 // more, or ctx ends (the overall timeout). Monitors record what they see in
 // the database; the wait reads the database.
 func (f *Factory) waitFor(ctx context.Context, st *store.Store, ws []store.Workload, cond Condition, timeout time.Duration, progress io.Writer) error {
+	// progress gets a status line when it is a terminal.
 	pending := map[string]store.Workload{}
 	for _, w := range ws {
 		pending[w.RuntimeID] = w
@@ -165,7 +166,10 @@ func (f *Factory) waitFor(ctx context.Context, st *store.Store, ws []store.Workl
 	}()
 
 	var failed []string
+	bar := newProgress(progress)
+	defer bar.done()
 	check := func(ctx context.Context) (bool, error) {
+		defer func() { bar.update("waiting for %s: %d of %d met", cond, len(ws)-len(pending), len(ws)) }()
 		for id := range pending {
 			w, err := st.Get(ctx, id)
 			if err != nil {
