@@ -120,7 +120,9 @@ func (f *Factory) runMonitors(ctx context.Context, st *store.Store, ws []store.W
 		if err != nil {
 			return monitor.Summary{}, err
 		}
-		m := monitor.New(client, st, opts)
+		mopts := opts
+		mopts.Owner.ID = fmt.Sprintf("%s/%s", opts.Owner.ID, c) // one lease owner per monitor
+		m := monitor.New(client, st, mopts)
 		m.Add(groups[c]...)
 		wg.Add(1)
 		go func() {

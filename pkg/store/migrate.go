@@ -115,3 +115,6 @@ func (s *Store) checkNotNewer(v int) error {
 			s.path, v, schemaLatest),
 	}
 }
+
+// SchemaLatest is the schema version this binary writes.
+func SchemaLatest() int { return schemaLatest }
