@@ -127,6 +127,7 @@ Exit codes: 0 success; 1 an API or runtime error (or a wait that timed out);
 		NewCmdLifecycle(f, streams, verbResume),
 		NewCmdLifecycle(f, streams, verbDelete),
 		NewCmdLogs(f, streams),
+		NewCmdExec(f, streams),
 		NewCmdInspect(f, streams),
 		NewCmdPs(f, streams),
 		NewCmdEvents(f, streams),
@@ -134,8 +135,10 @@ Exit codes: 0 success; 1 an API or runtime error (or a wait that timed out);
 		NewCmdWait(f, streams),
 		NewCmdRecover(f, streams),
 		NewCmdAdopt(f, streams),
+		NewCmdDoctor(f, streams),
 		NewCmdVersion(f, streams),
 	)
+	registerCompletion(f, cmd)
 	wrapArgs(cmd)
 	return cmd
 }
