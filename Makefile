@@ -8,19 +8,20 @@ BIN := bin/kubectl-gobrave
 PREFIX ?= $(HOME)/.local
 FUZZTIME ?= 60s
 
-.PHONY: help build install test test-unit test-e2e vet fuzz bench demo testbin cluster-up clean
+.PHONY: help build install test test-unit test-e2e vet fuzz bench demo testbin cluster-up clean docs dist test-dist test-k9s
 
 help: ## Show the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## Build bin/kubectl-gobrave (CGO_ENABLED=0)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kubectl-gobrave
 
 install: build ## Install kubectl-gobrave into $(PREFIX)/bin (put it on PATH for `kubectl gobrave`)
 	install -d $(PREFIX)/bin && install -m 0755 $(BIN) $(PREFIX)/bin/kubectl-gobrave
+	install -m 0755 hack/completion/kubectl_complete-gobrave $(PREFIX)/bin/kubectl_complete-gobrave
 	@echo "installed $(PREFIX)/bin/kubectl-gobrave; try: kubectl gobrave version --client"
 
-test: vet test-unit test-e2e ## The whole suite: vet, unit tests with -race, e2e on a real local control plane
+test: vet test-unit test-e2e test-dist test-k9s ## The whole suite: vet, unit tests with -race, e2e on a real local control plane
 
 vet: ## go vet and gofmt
 	$(GO) vet ./...
@@ -30,7 +31,12 @@ test-unit: ## Unit tests with -race (fake clientsets, temp databases)
 	$(GO) test -race -count=1 ./cmd/... ./pkg/...
 
 test-e2e: testbin ## e2e: kubectl gobrave through a real kubectl on a kwok control plane
-	GOBRAVE_E2E=1 $(GO) test -race -count=1 -timeout 40m ./test/e2e/
+	GOBRAVE_E2E=1 $(GO) test -race -count=1 -timeout 40m -skip '^TestK9s$$' ./test/e2e/
+
+test-k9s: testbin ## plugins.yaml against k9s's schema, then the real k9s driving it in tmux (TestK9s)
+	cd hack/k9s && $(GO) test -count=1 ./...
+	hack/k9s/build.sh >/dev/null
+	GOBRAVE_E2E=1 $(GO) test -race -count=1 -timeout 20m -run '^TestK9s$$' ./test/e2e/
 
 testbin: ## Build the control plane (kube-apiserver, etcd, kwok ...) into the cache, once
 	hack/testbin.sh >/dev/null
@@ -48,6 +54,15 @@ demo: build testbin ## A real lifecycle on a local kwok cluster, printed step by
 
 cluster-up: testbin ## Start a local kwok cluster and print its kubeconfig
 	hack/cluster-up.sh
+
+docs: ## Regenerate the command reference in docs/cli from the cobra tree (TestDocsUpToDate checks it)
+	$(GO) run ./hack/gendocs docs/cli
+
+dist: ## Release archives for linux/darwin/windows x amd64/arm64 in dist/ and krew-manifest.yaml (VERSION=v1.2.3 to override)
+	hack/dist.sh
+
+test-dist: ## Build dist, validate the krew manifest, install the archive with krew and run it through kubectl
+	hack/test-dist.sh
 
 clean: ## Remove build outputs
 	rm -rf bin dist
