@@ -203,31 +203,12 @@ func (o *DoctorOptions) kubeconfigCheck(rtName, ctxName string) (kubernetes.Inte
 
 func (o *DoctorOptions) reachability(ctx context.Context, client kubernetes.Interface) Check {
 	c := Check{Check: "api server"}
-	type result struct {
-		v   string
-		err error
+	v, err := serverVersion(ctx, client, o.Timeout)
+	if err != nil {
+		c.Message, c.Fix = "unreachable: "+err.Error(), "check the cluster is up, the kubeconfig's server address and --request-timeout"
+		return c
 	}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := client.Discovery().ServerVersion()
-		if err != nil {
-			ch <- result{err: err}
-			return
-		}
-		ch <- result{v: v.GitVersion}
-	}()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			c.Message, c.Fix = "unreachable: "+r.err.Error(), "check the cluster is up and the kubeconfig's server address"
-			return c
-		}
-		c.OK, c.Message = true, "reachable, server version "+r.v
-	case <-time.After(o.Timeout):
-		c.Message, c.Fix = fmt.Sprintf("no answer within %s", o.Timeout), "check the cluster is up, the network and --request-timeout"
-	case <-ctx.Done():
-		c.Message = ctx.Err().Error()
-	}
+	c.OK, c.Message = true, "reachable, server version "+v
 	return c
 }
 

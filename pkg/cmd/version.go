@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
 )
 
 // Stamped by the Makefile with -ldflags "-X ...".
@@ -91,7 +92,13 @@ func (o *VersionOptions) serverVersion(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	return serverVersion(ctx, c, 5*time.Second)
+}
+
+// serverVersion asks the API server for its version, giving up after
+// timeout (discovery calls take no context).
+func serverVersion(ctx context.Context, c kubernetes.Interface, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	type result struct {
 		v   string
@@ -110,7 +117,7 @@ func (o *VersionOptions) serverVersion(ctx context.Context) (string, error) {
 	case r := <-ch:
 		return r.v, r.err
 	case <-ctx.Done():
-		return "", fmt.Errorf("no answer from the API server within 5s")
+		return "", fmt.Errorf("no answer from the API server within %s", timeout)
 	}
 }
 
