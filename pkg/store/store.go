@@ -82,11 +82,34 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 	host, _ := os.Hostname()
 	s := &Store{db: db, path: path, host: host, now: time.Now}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrateRetrying(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// migrateRetrying runs the migrations, trying again while SQLite answers
+// SQLITE_BUSY without waiting: a connection that finds another process
+// switching a new file to WAL, or recovering its WAL, gets BUSY at once,
+// before the busy timeout applies (seen with 8 processes opening a new file).
+func (s *Store) migrateRetrying(ctx context.Context) error {
+	delay := 10 * time.Millisecond
+	deadline := time.Now().Add(busyTimeout)
+	for {
+		err := s.migrate(ctx)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		delay = min(2*delay, 500*time.Millisecond)
+	}
 }
 
 // precheck creates the file with mode 0600 when missing, and refuses what
