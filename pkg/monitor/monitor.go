@@ -341,28 +341,13 @@ func (m *Monitor) register(ctx context.Context) error {
 		m.clusterWide = len(nss) > m.opts.ClusterWide
 	}
 
-	live := make([]string, 0, len(ids))
-	uids := make(map[string]string, len(ids))
-	for _, id := range ids {
-		s := id.String()
-		w, err := m.st.Get(ctx, s)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			// Not recorded (or removed): nothing to monitor.
-			m.finish(s, false)
-			continue
-		case err != nil:
-			return fmt.Errorf("monitor %s: %w", s, err)
-		}
-		m.mu.Lock()
-		m.states[s] = w.State
-		m.mu.Unlock()
-		if w.State.Terminal() {
-			m.finish(s, true)
-			continue
-		}
-		live = append(live, s)
-		uids[s] = w.UID
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		names[i] = id.String()
+	}
+	live, uids, err := m.liveRecords(ctx, names)
+	if err != nil {
+		return err
 	}
 	if len(live) == 0 {
 		return nil
@@ -512,26 +497,9 @@ func (m *Monitor) heartbeat(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 	// Read the records again: the previous owner may have moved them on.
-	uids := map[string]string{}
-	var live []string
-	for _, s := range taken {
-		w, err := m.st.Get(ctx, s)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			m.finish(s, false)
-			continue
-		case err != nil:
-			return fmt.Errorf("monitor %s: %w", s, err)
-		}
-		m.mu.Lock()
-		m.states[s] = w.State
-		m.mu.Unlock()
-		if w.State.Terminal() {
-			m.finish(s, true)
-			continue
-		}
-		uids[s] = w.UID
-		live = append(live, s)
+	live, uids, err := m.liveRecords(ctx, taken)
+	if err != nil {
+		return err
 	}
 	return m.subscribe(ctx, live, uids)
 }
@@ -618,4 +586,30 @@ type informer struct {
 	kind      string
 	inf       cache.SharedIndexInformer
 	synced    bool // set by the control loop
+}
+
+// liveRecords reads the records of ids: those not recorded (or removed) and
+// those already terminal are finished; the rest come back with their UIDs.
+func (m *Monitor) liveRecords(ctx context.Context, ids []string) (live []string, uids map[string]string, err error) {
+	uids = make(map[string]string, len(ids))
+	for _, s := range ids {
+		w, err := m.st.Get(ctx, s)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			m.finish(s, false)
+			continue
+		case err != nil:
+			return nil, nil, fmt.Errorf("monitor %s: %w", s, err)
+		}
+		m.mu.Lock()
+		m.states[s] = w.State
+		m.mu.Unlock()
+		if w.State.Terminal() {
+			m.finish(s, true)
+			continue
+		}
+		live = append(live, s)
+		uids[s] = w.UID
+	}
+	return live, uids, nil
 }
