@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
@@ -222,4 +225,22 @@ func (f *Factory) Namespace(runtime, specNS string) (string, error) {
 		return "default", nil
 	}
 	return ns, nil
+}
+
+// requestTimeout is --request-timeout as a duration, 0 when it is unset, zero
+// or invalid (building the REST config reports an invalid one). A bare number
+// is seconds, as for kubectl.
+func (f *Factory) requestTimeout() time.Duration {
+	if f.ConfigFlags == nil || f.ConfigFlags.Timeout == nil {
+		return 0
+	}
+	v := strings.TrimSpace(*f.ConfigFlags.Timeout)
+	if n, err := strconv.Atoi(v); err == nil {
+		return time.Duration(max(n, 0)) * time.Second
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0
+	}
+	return d
 }

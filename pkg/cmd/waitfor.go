@@ -104,6 +104,10 @@ func (f *Factory) runMonitors(ctx context.Context, st *store.Store, ws []store.W
 	if opts.Owner.ID == "" {
 		opts.Owner = owner()
 	}
+	if opts.SyncTimeout == 0 {
+		// --request-timeout bounds the wait for the informers too (else 30 s).
+		opts.SyncTimeout = f.requestTimeout()
+	}
 	var (
 		mu    sync.Mutex
 		total monitor.Summary

@@ -66,6 +66,7 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 	// report it instead so that Run fails fast.
 	denied := make(chan error, 1)
 	err := si.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		inf.setLastErr(err)
 		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 			select {
 			case denied <- err:
@@ -119,9 +120,35 @@ func (m *Monitor) waitSynced(ctx context.Context, inf *informer, denied <-chan e
 		return fmt.Errorf("%s informer %s: list/watch %s is forbidden: %w: check access with 'kubectl auth can-i list %s %s' and 'kubectl auth can-i watch %s %s'",
 			inf.kind, where, resource, err, resource, canI, resource, canI)
 	case <-timer.C:
-		return fmt.Errorf("timed out after %s waiting for the %s informer %s to sync: check access with 'kubectl auth can-i list %s %s' and the connection to the cluster",
-			m.opts.SyncTimeout, inf.kind, where, resource, canI)
+		cause := ""
+		err := inf.getLastErr()
+		if err == nil {
+			// A watch-list request that fails is retried inside the
+			// reflector without reaching the error handler: ask once.
+			err = m.probe(ctx, inf)
+		}
+		if err != nil {
+			cause = fmt.Sprintf(" (last error: %v)", err)
+		}
+		return fmt.Errorf("timed out after %s waiting for the %s informer %s to sync%s: check the connection to the cluster ('kubectl gobrave doctor') and access with 'kubectl auth can-i list %s %s'",
+			m.opts.SyncTimeout, inf.kind, where, cause, resource, canI)
 	}
+}
+
+// probe lists at most one object of inf's kind, bounded by the sync timeout
+// (a quarter of it, at most 2 s), to learn why its informer does not sync. Only on failure.
+func (m *Monitor) probe(ctx context.Context, inf *informer) error {
+	ctx, cancel := context.WithTimeout(ctx, min(m.opts.SyncTimeout/4, 2*time.Second))
+	defer cancel()
+	opts := metav1.ListOptions{LabelSelector: WorkloadLabel, Limit: 1}
+	var err error
+	switch inf.kind {
+	case runtimeid.KindDeployment:
+		_, err = m.client.AppsV1().Deployments(inf.namespace).List(ctx, opts)
+	case runtimeid.KindJob:
+		_, err = m.client.BatchV1().Jobs(inf.namespace).List(ctx, opts)
+	}
+	return err
 }
 
 // onObject is every informer handler: it maps the object of a subscription

@@ -232,9 +232,7 @@ func (m *Monitor) Run(ctx context.Context) (Summary, error) {
 	// Shutdown: stop informers and GETs, record what is queued, release.
 	cancel()
 	m.bg.Wait()
-	for _, f := range m.factories {
-		f.Shutdown()
-	}
+	m.shutdownInformers()
 	close(stopWriter)
 	if !writerExited {
 		if werr := <-writerDone; werr != nil {
@@ -580,12 +578,53 @@ func signal(c chan struct{}) {
 	}
 }
 
+// informerShutdownWait bounds how long Run waits for the informers to stop.
+// client-go's reflector sleeps out its retry backoff (up to 30 s) without
+// looking at its context when a watch-list request fails, so after a
+// stretch of connection errors a full wait could add that much to the exit
+// of a command that has already failed. The handlers never block (enqueue
+// only appends), so an informer that stops later does no harm.
+const informerShutdownWait = 500 * time.Millisecond
+
+// shutdownInformers stops every informer factory and waits for them, at most
+// informerShutdownWait.
+func (m *Monitor) shutdownInformers() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, f := range m.factories {
+			f.Shutdown()
+		}
+	}()
+	timer := time.NewTimer(informerShutdownWait)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+	}
+}
+
 // informer is one started shared informer (a kind in a namespace, or in all).
 type informer struct {
 	namespace string // "" for all namespaces
 	kind      string
 	inf       cache.SharedIndexInformer
 	synced    bool // set by the control loop
+
+	errMu   sync.Mutex
+	lastErr error // the last list/watch error, for the sync timeout message
+}
+
+func (inf *informer) setLastErr(err error) {
+	inf.errMu.Lock()
+	inf.lastErr = err
+	inf.errMu.Unlock()
+}
+
+func (inf *informer) getLastErr() error {
+	inf.errMu.Lock()
+	defer inf.errMu.Unlock()
+	return inf.lastErr
 }
 
 // liveRecords reads the records of ids: those not recorded (or removed) and
