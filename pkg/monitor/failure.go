@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 	"github.com/gobrave/kubectl-gobrave/pkg/store"
@@ -20,7 +21,8 @@ const failureTimeout = 5 * time.Second
 // of each job failure: the Job's condition says only that the backoff limit
 // was reached, while users ask "what did my container exit with". It costs
 // one pod list per failed job (never per ID in the steady state) and runs in
-// the writer, not in the informer handlers. A failed lookup keeps the
+// the writer, not in the informer handlers. Transient errors are retried
+// (as for the confirming GET); a lookup that still fails keeps the
 // condition's message.
 func (m *Monitor) enrichFailures(ctx context.Context, items []item) {
 	for i := range items {
@@ -47,7 +49,12 @@ func (m *Monitor) exitDetail(ctx context.Context, id runtimeid.ID, uid string) s
 	if uid != "" {
 		selector = "batch.kubernetes.io/controller-uid=" + uid
 	}
-	pods, err := m.client.CoreV1().Pods(id.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	var pods *corev1.PodList
+	err := retry.OnError(m.getBackoff, func(err error) bool { return ctx.Err() == nil && transient(err) }, func() error {
+		var err error
+		pods, err = m.client.CoreV1().Pods(id.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		return err
+	})
 	if err != nil {
 		return ""
 	}
