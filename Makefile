@@ -8,7 +8,7 @@ BIN := bin/kubectl-gobrave
 PREFIX ?= $(HOME)/.local
 FUZZTIME ?= 60s
 
-.PHONY: help build install test test-unit test-e2e vet fuzz bench demo testbin cluster-up clean docs dist test-dist test-k9s
+.PHONY: help build install test test-unit test-e2e test-faults vet fuzz bench demo testbin cluster-up clean docs dist test-dist test-k9s
 
 help: ## Show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -21,7 +21,7 @@ install: build ## Install kubectl-gobrave into $(PREFIX)/bin (put it on PATH for
 	install -m 0755 hack/completion/kubectl_complete-gobrave $(PREFIX)/bin/kubectl_complete-gobrave
 	@echo "installed $(PREFIX)/bin/kubectl-gobrave; try: kubectl gobrave version --client"
 
-test: vet test-unit test-e2e test-dist test-k9s ## The whole suite: vet, unit tests with -race, e2e on a real local control plane
+test: vet test-unit test-e2e test-faults test-dist test-k9s ## The whole suite: vet, unit tests with -race, e2e and faults on a real local control plane, dist, k9s
 
 vet: ## go vet and gofmt
 	$(GO) vet ./...
@@ -31,7 +31,10 @@ test-unit: ## Unit tests with -race (fake clientsets, temp databases)
 	$(GO) test -race -count=1 ./cmd/... ./pkg/...
 
 test-e2e: testbin ## e2e: kubectl gobrave through a real kubectl on a kwok control plane
-	GOBRAVE_E2E=1 $(GO) test -race -count=1 -timeout 40m -skip '^TestK9s$$' ./test/e2e/
+	GOBRAVE_E2E=1 $(GO) test -race -count=1 -timeout 40m -skip '^(TestK9s|TestFault.*)$$' ./test/e2e/
+
+test-faults: testbin ## Fault suite on a control plane of its own: kill -9, API server restart, unreachable, 429/500 proxy, 8 processes, broken DB (docs/reliability.md)
+	GOBRAVE_E2E=1 GOBRAVE_CLUSTER_FLAGS='--nodes 4 --disable-qps-limits' $(GO) test -race -count=1 -timeout 30m -run '^TestFault' -v ./test/e2e/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)'; exit $${PIPESTATUS[0]}
 
 test-k9s: testbin ## plugins.yaml against k9s's schema, then the real k9s driving it in tmux (TestK9s)
 	cd hack/k9s && $(GO) test -count=1 ./...

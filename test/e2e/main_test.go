@@ -287,7 +287,9 @@ func missingTestbin(root string) string {
 
 // clusterUp runs hack/cluster-up.sh with its progress on our stderr and returns the kubeconfig.
 func clusterUp(ctx context.Context, root, dir string) (string, error) {
-	cmd := groupCommand(ctx, filepath.Join(root, "hack", "cluster-up.sh"))
+	// GOBRAVE_CLUSTER_FLAGS: extra flags for hack/cluster-up.sh (make test-faults: more nodes and
+	// no client rate limits in the controllers, so that hundreds of jobs end when they should).
+	cmd := groupCommand(ctx, filepath.Join(root, "hack", "cluster-up.sh"), strings.Fields(os.Getenv("GOBRAVE_CLUSTER_FLAGS"))...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOBRAVE_CLUSTER_DIR="+dir)
 	var out bytes.Buffer

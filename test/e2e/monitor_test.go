@@ -854,36 +854,9 @@ func TestRequestCount(t *testing.T) {
 	ctx := t.Context()
 
 	// 200 pods must fit: wait for the pods of earlier tests' namespaces to go.
-	waitFor(t, 3*time.Minute, func() (bool, error) {
-		nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		pods, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		capacity := int64(0)
-		for _, n := range nodes.Items {
-			capacity += n.Status.Allocatable.Pods().Value()
-		}
-		used := int64(0)
-		for _, p := range pods.Items {
-			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-				used++
-			}
-		}
-		if free := capacity - used; free < 2*perKind {
-			return false, fmt.Errorf("room for %d pods (%d nodes, %d pods), want %d", free, len(nodes.Items), used, 2*perKind)
-		}
-		return true, nil
-	})
+	waitRoom(t, 2*perKind)
 
 	// Create the objects with client-go, as `create` would build them, and record them.
-	type made struct {
-		s   spec.ContainerSpec
-		uid string
-	}
 	specs := make([]spec.ContainerSpec, 0, 2*perKind)
 	for i := range perKind {
 		specs = append(specs,
@@ -891,73 +864,7 @@ func TestRequestCount(t *testing.T) {
 			spec.ContainerSpec{Name: fmt.Sprintf("task-%03d", i), Image: monImage, WorkloadKind: runtimeid.KindJob,
 				Labels: map[string]string{labelHold: "true"}})
 	}
-	results := make([]made, len(specs))
-	errs := make([]error, len(specs))
-	sem := make(chan struct{}, 16)
-	var wg sync.WaitGroup
-	for i, s := range specs {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			s.RuntimeNamespace = e.ns
-			if err := s.Validate(); err != nil {
-				errs[i] = err
-				return
-			}
-			objs, err := runtime.Build(s, e.ns)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			var uid string
-			switch {
-			case objs.Deployment != nil:
-				d, err := c.AppsV1().Deployments(e.ns).Create(ctx, objs.Deployment, metav1.CreateOptions{})
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				uid = string(d.UID)
-			case objs.Job != nil:
-				j, err := c.BatchV1().Jobs(e.ns).Create(ctx, objs.Job, metav1.CreateOptions{})
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				uid = string(j.UID)
-			}
-			s.Normalize()
-			results[i] = made{s: s, uid: uid}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
-
-	st, err := store.Open(ctx, filepath.Join(e.home, "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := make([]string, 0, len(results))
-	for _, m := range results {
-		id, err := runtimeid.New(runtimeid.RuntimeK8s, e.ns, m.s.Kind(), m.s.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := store.Workload{
-			RuntimeID: id.String(), Runtime: runtimeid.RuntimeK8s, Namespace: e.ns, Kind: id.Kind, Name: m.s.Name,
-			UID: m.uid, Spec: m.s, State: store.StateCreated,
-		}
-		ev := store.Transition{Type: store.Created, Message: id.Kind + "/" + m.s.Name + " created", UID: m.uid}
-		if err := st.Put(ctx, w, ev); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id.String())
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
+	ids := e.bulkCreate(specs)
 
 	// Every pod running and ready, so that one pass must find all 200 running.
 	waitFor(t, 5*time.Minute, func() (bool, error) {
@@ -1037,4 +944,120 @@ func TestRequestCount(t *testing.T) {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return lines[len(lines)-1]
+}
+
+// waitRoom waits until the nodes have room for n more running pods: the pods of earlier tests'
+// namespaces go away asynchronously.
+func waitRoom(t *testing.T, n int) {
+	t.Helper()
+	c := client(t)
+	ctx := t.Context()
+	waitFor(t, 3*time.Minute, func() (bool, error) {
+		nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		pods, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		capacity := int64(0)
+		for _, n := range nodes.Items {
+			capacity += n.Status.Allocatable.Pods().Value()
+		}
+		used := int64(0)
+		for _, p := range pods.Items {
+			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				used++
+			}
+		}
+		if free := capacity - used; free < int64(n) {
+			return false, fmt.Errorf("room for %d pods (%d nodes, %d pods), want %d", free, len(nodes.Items), used, n)
+		}
+		return true, nil
+	})
+}
+
+// bulkCreate creates the workloads of specs in the test's namespace with client-go, 16 at a time,
+// as `create` would build them, and records them (state created) in the test's database with
+// pkg/store: hundreds of workloads in seconds, where `kubectl gobrave create` would take minutes.
+// It returns their runtime IDs in order.
+func (e *monEnv) bulkCreate(specs []spec.ContainerSpec) []string {
+	t := e.t
+	t.Helper()
+	c := client(t)
+	ctx := t.Context()
+	type made struct {
+		s   spec.ContainerSpec
+		uid string
+	}
+	results := make([]made, len(specs))
+	errs := make([]error, len(specs))
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for i, s := range specs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			s.RuntimeNamespace = e.ns
+			if err := s.Validate(); err != nil {
+				errs[i] = err
+				return
+			}
+			objs, err := runtime.Build(s, e.ns)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			var uid string
+			switch {
+			case objs.Deployment != nil:
+				d, err := c.AppsV1().Deployments(e.ns).Create(ctx, objs.Deployment, metav1.CreateOptions{})
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				uid = string(d.UID)
+			case objs.Job != nil:
+				j, err := c.BatchV1().Jobs(e.ns).Create(ctx, objs.Job, metav1.CreateOptions{})
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				uid = string(j.UID)
+			}
+			s.Normalize()
+			results[i] = made{s: s, uid: uid}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+
+	st, err := store.Open(ctx, filepath.Join(e.home, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ids := make([]string, 0, len(results))
+	for _, m := range results {
+		id, err := runtimeid.New(runtimeid.RuntimeK8s, e.ns, m.s.Kind(), m.s.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := store.Workload{
+			RuntimeID: id.String(), Runtime: runtimeid.RuntimeK8s, Namespace: e.ns, Kind: id.Kind, Name: m.s.Name,
+			UID: m.uid, Spec: m.s, State: store.StateCreated,
+		}
+		ev := store.Transition{Type: store.Created, Message: id.Kind + "/" + m.s.Name + " created", UID: m.uid}
+		if err := st.Put(ctx, w, ev); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id.String())
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return ids
 }
