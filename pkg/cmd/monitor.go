@@ -55,7 +55,9 @@ func NewCmdMonitor(f *Factory, streams genericiooptions.IOStreams) *cobra.Comman
 		Long: `Watch workloads through shared informers (one list and one watch per kind, whatever the number
 of IDs) and record every event in the state database; each recorded event is printed as a line,
 or a JSON line with -o json. It exits when every monitored ID is terminal, or keeps running with
---follow until interrupted (SIGINT or SIGTERM), recording what is pending on the way out.`,
+--follow until interrupted (SIGINT or SIGTERM), recording what is pending on the way out.
+With --all --follow it also picks up the IDs created, started again or resumed while it runs
+(by any process: it reads the database's new events every second).`,
 		Example: `  kubectl gobrave monitor web k8s-default|job|import
   kubectl gobrave monitor --all --follow -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -95,6 +97,18 @@ func (o *MonitorOptions) Run(ctx context.Context) error {
 		ws  []store.Workload
 		err error
 	)
+	p := &eventPrinter{w: o.Out, json: o.Output == "json"}
+	if o.All && o.Follow {
+		if st, err = o.f.Store(ctx); err != nil {
+			return err
+		}
+		// Picks up the IDs created (or started again) while it runs.
+		_, _, err = o.f.runMonitorsDiscovering(ctx, st, monitor.Options{Follow: true, OnEvent: p.print})
+		if err != nil && ctx.Err() != nil {
+			return nil // interrupted: the monitors flushed what was pending
+		}
+		return err
+	}
 	if o.All {
 		if st, err = o.f.Store(ctx); err != nil {
 			return err
@@ -119,7 +133,6 @@ func (o *MonitorOptions) Run(ctx context.Context) error {
 		}
 		return nil
 	}
-	p := &eventPrinter{w: o.Out, json: o.Output == "json"}
 	_, err = o.f.runMonitors(ctx, st, live, monitor.Options{Follow: o.Follow, OnEvent: p.print})
 	if err != nil && ctx.Err() != nil {
 		return nil // interrupted: the monitor flushed what was pending
@@ -220,7 +233,8 @@ func NewCmdRecover(f *Factory, streams genericiooptions.IOStreams) *cobra.Comman
 		Short: "Reattach monitors to every non-terminal ID, after a restart",
 		Long: `Reattach monitors to every non-terminal ID in the state database, across runtimes and contexts.
 A reconcile pass from the informer caches first records what changed while nothing watched
-(including workloads deleted meanwhile); then it keeps monitoring like 'monitor --all'.
+(including workloads deleted meanwhile); then it keeps monitoring like 'monitor --all --follow',
+picking up the IDs created, started again or resumed while it runs.
 --once does only the reconcile pass (for runbooks and cron) and prints a summary.`,
 		Example: `  # after a laptop restart
   kubectl gobrave recover --once
@@ -264,8 +278,15 @@ func (o *RecoverOptions) Run(ctx context.Context) error {
 	} else if bar.on {
 		fmt.Fprintf(o.ErrOut, "monitoring %d IDs; press Ctrl-C to stop\n", len(ws))
 	}
-	if len(ws) > 0 {
-		sum, err = o.f.runMonitors(ctx, st, ws, monitor.Options{Once: o.Once, Follow: !o.Once, OnEvent: p.print})
+	switch {
+	case !o.Once:
+		// Follows until interrupted, picking up the IDs created meanwhile.
+		sum, _, err = o.f.runMonitorsDiscovering(ctx, st, monitor.Options{Follow: true, OnEvent: p.print})
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+	case len(ws) > 0:
+		sum, err = o.f.runMonitors(ctx, st, ws, monitor.Options{Once: true, OnEvent: p.print})
 		if err != nil && ctx.Err() == nil {
 			return err
 		}

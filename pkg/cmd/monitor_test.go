@@ -1,6 +1,7 @@
 package cmd_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -117,5 +118,40 @@ func TestPsRefresh(t *testing.T) {
 	checkExit(t, r, 0, "")
 	if diff := cmp.Diff(taskID+"\n", r.stdout); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestFollowPicksUpNewIDs: `monitor --all --follow` and `recover` keep running and take on the IDs
+// created after they started (by another process), reading the new events of the database.
+func TestFollowPicksUpNewIDs(t *testing.T) {
+	for _, args := range [][]string{{"monitor", "--all", "--follow", "-o", "json"}, {"recover", "-o", "json"}} {
+		t.Run(args[0], func(t *testing.T) {
+			h := newHarness(t)
+			h.ok("create", "web", "--image", "nginx:1.27")
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			ch := h.runAsync(ctx, args...)
+			// Its first list is done: web's deployment is watched, no job is.
+			eventually(t, "the watch of deployments", func() bool { return h.clusters[""].watching("deployments") })
+			if h.clusters[""].watching("jobs") {
+				t.Fatal("jobs are watched before any job exists")
+			}
+			h.ok("create", "task", "--kind", "job", "--image", "busybox")
+			eventually(t, "the watch of jobs for the new task", func() bool { return h.clusters[""].watching("jobs") })
+			setJobStatus(t, h, "default", "task", jobComplete)
+			eventually(t, "task recorded as exited", func() bool { return h.state(taskID) == "exited" })
+			cancel()
+			r := await(t, ch)
+			checkExit(t, r, 0, "")
+			var exited bool
+			for _, v := range decodeAll(t, r.stdout) {
+				if v["runtimeID"] == taskID && v["type"] == "ContainerExited" {
+					exited = true
+				}
+			}
+			if !exited {
+				t.Errorf("%s printed no ContainerExited for %s:\n%s", args[0], taskID, r.stdout)
+			}
+		})
 	}
 }

@@ -97,10 +97,31 @@ func (f *Factory) byContext(ws []store.Workload) (map[string][]runtimeid.ID, map
 // runMonitors runs one monitor per kubeconfig context over ws until ctx ends
 // or (without follow) every ID is terminal.
 func (f *Factory) runMonitors(ctx context.Context, st *store.Store, ws []store.Workload, opts monitor.Options) (monitor.Summary, error) {
-	groups, runtimeOf, err := f.byContext(ws)
-	if err != nil {
+	set := f.newMonitorSet(ctx, st, opts)
+	if err := set.add(ws); err != nil {
+		set.stop()
 		return monitor.Summary{}, err
 	}
+	return set.wait()
+}
+
+// monitorSet is one monitor per kubeconfig context; adding IDs of a context
+// with no monitor yet starts one.
+type monitorSet struct {
+	f    *Factory
+	st   *store.Store
+	opts monitor.Options
+	ctx  context.Context
+	stop context.CancelFunc
+
+	mu    sync.Mutex
+	mons  map[string]*monitor.Monitor
+	total monitor.Summary
+	errs  []error
+	wg    sync.WaitGroup
+}
+
+func (f *Factory) newMonitorSet(ctx context.Context, st *store.Store, opts monitor.Options) *monitorSet {
 	if opts.Owner.ID == "" {
 		opts.Owner = owner()
 	}
@@ -108,42 +129,141 @@ func (f *Factory) runMonitors(ctx context.Context, st *store.Store, ws []store.W
 		// --request-timeout bounds the wait for the informers too (else 30 s).
 		opts.SyncTimeout = f.requestTimeout()
 	}
-	var (
-		mu    sync.Mutex
-		total monitor.Summary
-		errs  []error
-		wg    sync.WaitGroup
-	)
+	ctx, stop := context.WithCancel(ctx)
+	return &monitorSet{f: f, st: st, opts: opts, ctx: ctx, stop: stop, mons: map[string]*monitor.Monitor{}}
+}
+
+// add gives the workloads to the monitor of their context, starting it if
+// needed. IDs a monitor already has are ignored.
+func (s *monitorSet) add(ws []store.Workload) error {
+	groups, runtimeOf, err := s.f.byContext(ws)
+	if err != nil {
+		return err
+	}
 	ctxNames := make([]string, 0, len(groups))
 	for c := range groups {
 		ctxNames = append(ctxNames, c)
 	}
 	sort.Strings(ctxNames)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, c := range ctxNames {
-		client, err := f.Client(runtimeOf[c])
-		if err != nil {
-			return monitor.Summary{}, err
+		if m := s.mons[c]; m != nil {
+			m.Add(groups[c]...)
+			continue
 		}
-		mopts := opts
-		mopts.Owner.ID = fmt.Sprintf("%s/%s", opts.Owner.ID, c) // one lease owner per monitor
-		m := monitor.New(client, st, mopts)
+		client, err := s.f.Client(runtimeOf[c])
+		if err != nil {
+			return err
+		}
+		mopts := s.opts
+		mopts.Owner.ID = fmt.Sprintf("%s/%s", s.opts.Owner.ID, c) // one lease owner per monitor
+		m := monitor.New(client, s.st, mopts)
 		m.Add(groups[c]...)
-		wg.Add(1)
+		s.mons[c] = m
+		s.wg.Add(1)
 		go func() {
-			defer wg.Done()
-			sum, err := m.Run(ctx)
-			mu.Lock()
-			defer mu.Unlock()
-			total.Reattached += sum.Reattached
-			total.Changed += sum.Changed
-			total.Terminal += sum.Terminal
+			defer s.wg.Done()
+			sum, err := m.Run(s.ctx)
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.total.Reattached += sum.Reattached
+			s.total.Changed += sum.Changed
+			s.total.Terminal += sum.Terminal
 			if err != nil && !errors.Is(err, context.Canceled) {
-				errs = append(errs, err)
+				s.errs = append(s.errs, err)
+				s.stop() // a following set must not run on without it
 			}
 		}()
 	}
-	wg.Wait()
-	return total, errors.Join(errs...)
+	return nil
+}
+
+// wait waits for every monitor to return and sums them up.
+func (s *monitorSet) wait() (monitor.Summary, error) {
+	s.wg.Wait()
+	s.stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total, errors.Join(s.errs...)
+}
+
+// discoverInterval is how often a following `monitor --all` or `recover`
+// looks for IDs created, started or resumed since it began.
+const discoverInterval = time.Second
+
+// runMonitorsDiscovering is runMonitors for `monitor --all --follow` and
+// `recover` without --once: it also picks up the IDs that become
+// non-terminal after it started (created, started again or resumed by
+// another process), reading only the events recorded since its last look.
+func (f *Factory) runMonitorsDiscovering(ctx context.Context, st *store.Store, opts monitor.Options) (monitor.Summary, int, error) {
+	// The last event before the first list: what is recorded after it is
+	// either in the list or found by the next look (adding twice is harmless).
+	lastSeq, err := st.LastEventSeq(ctx)
+	if err != nil {
+		return monitor.Summary{}, 0, err
+	}
+	ws, err := st.List(ctx, store.Filter{NoSpec: true})
+	if err != nil {
+		return monitor.Summary{}, 0, err
+	}
+	var live []store.Workload
+	for _, w := range ws {
+		if !w.State.Terminal() {
+			live = append(live, w)
+		}
+	}
+	set := f.newMonitorSet(ctx, st, opts)
+	if err := set.add(live); err != nil {
+		set.stop()
+		return monitor.Summary{}, len(live), err
+	}
+	var discovered sync.WaitGroup
+	discovered.Go(func() {
+		tick := time.NewTicker(discoverInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-set.ctx.Done():
+				return
+			case <-tick.C:
+			}
+			evs, err := st.EventsSince(set.ctx, lastSeq)
+			if err != nil {
+				continue // the next look tries again
+			}
+			seen := map[string]bool{}
+			var found []store.Workload
+			for _, e := range evs {
+				lastSeq = max(lastSeq, e.Seq)
+				switch e.Type {
+				case store.Created, store.StartRequested, store.ResumeRequested:
+				default:
+					continue
+				}
+				if seen[e.RuntimeID] {
+					continue
+				}
+				seen[e.RuntimeID] = true
+				w, err := st.Get(set.ctx, e.RuntimeID)
+				if err == nil && !w.State.Terminal() {
+					found = append(found, w)
+				}
+			}
+			if len(found) > 0 {
+				if err := set.add(found); err != nil {
+					set.mu.Lock()
+					set.errs = append(set.errs, err)
+					set.mu.Unlock()
+				}
+			}
+		}
+	})
+	// Following monitors end only with ctx; wait for it, then for them.
+	<-set.ctx.Done()
+	sum, err := set.wait()
+	discovered.Wait()
+	return sum, len(live), err
 }
 
 // waitFor blocks until every workload meets cond, one of them cannot any

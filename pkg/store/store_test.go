@@ -588,6 +588,9 @@ func TestSetUIDAndEvents(t *testing.T) {
 	if err != nil || len(none) != 0 {
 		t.Errorf("EventsSince(4) = %v, %v; want none", none, err)
 	}
+	if last, err := s.LastEventSeq(ctx); last != 4 || err != nil {
+		t.Errorf("LastEventSeq() = %d, %v; want 4", last, err)
+	}
 }
 
 // TestConcurrentProcesses has 8 stores (as 8 processes would) write to one

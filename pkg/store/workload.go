@@ -242,6 +242,16 @@ func (s *Store) Events(ctx context.Context, runtimeIDs ...string) ([]Event, erro
 	return s.queryEvents(ctx, q+" ORDER BY seq", args...)
 }
 
+// LastEventSeq returns the sequence number of the newest event (0 when there
+// is none): where a later EventsSince poll starts.
+func (s *Store) LastEventSeq(ctx context.Context) (int64, error) {
+	var seq int64
+	if err := s.db.QueryRowContext(ctx, "SELECT COALESCE(MAX(seq), 0) FROM events").Scan(&seq); err != nil {
+		return 0, s.fail("read events", err)
+	}
+	return seq, nil
+}
+
 // EventsSince returns the events recorded after the one with sequence number
 // afterSeq (by any process), oldest first. Poll it with the Seq of the last
 // event seen; 0 returns the whole history.
