@@ -3,11 +3,18 @@
 # with the binary runtime (real etcd, kube-apiserver, kube-controller-manager and kube-scheduler
 # built by hack/testbin.sh, plus kwok's fake kubelets), every listener on 127.0.0.1, no Docker.
 #
-#   hack/cluster-up.sh [--nodes N] [--disable-qps-limits] [NAME]
+#   hack/cluster-up.sh [--nodes N] [--disable-qps-limits] [--audit-log] [--no-leader-election] [NAME]
 #
 #   NAME                  cluster name (default gobrave-<random>)
 #   --nodes N             fake nodes to create (default $GOBRAVE_NODES or 2; each admits 110 pods)
 #   --disable-qps-limits  lift the components' client rate limits (benchmarks)
+#   --audit-log           the API server writes an audit log (every request at Metadata level, one
+#                         line per stage as JSON) to WORKDIR/clusters/NAME/logs/audit.log
+#                         (cluster.env: GOBRAVE_AUDIT_LOG); benchmarks count requests in it
+#   --no-leader-election  kube-controller-manager and kube-scheduler run with --leader-elect=false:
+#                         under heavy load a lease renewal can time out, and a component that loses
+#                         its lease exits (kwokctl does not restart it); benchmarks with thousands
+#                         of objects need this
 #   GOBRAVE_CLUSTER_DIR   work folder to use instead of a new mktemp -d folder
 #   GOBRAVE_KEEP_FAILED=1 leave a cluster that failed to start in place for debugging
 #
@@ -15,6 +22,8 @@
 # has two contexts for the same cluster: kwok-NAME (current) and gobrave-k3s.
 # ~/.kube/config is never touched. The work folder ($KWOK_WORKDIR) holds:
 #   cluster.env              KWOK_WORKDIR, GOBRAVE_CLUSTER_NAME, GOBRAVE_TESTBIN, KUBECONFIG
+#                            (and GOBRAVE_AUDIT_LOG with --audit-log)
+#   audit-policy.yaml        with --audit-log: the audit policy
 #   kwok.yaml                KwokctlConfiguration, the stages from hack/kwok/, ClusterLogs, ClusterExec
 #   logs/pod.log             the log every pod's containers show (CRI format, see docs/testing.md)
 #   exec/                    the folder `kubectl exec` commands run in, on this host
@@ -30,12 +39,16 @@ die() { log "error: $*"; exit 1; }
 
 nodes=${GOBRAVE_NODES:-2}
 qps=false
+audit=false
+leader=true
 name=
 while [ $# -gt 0 ]; do
   case $1 in
     --nodes) [ $# -ge 2 ] || die "--nodes needs a number"; nodes=$2; shift 2 ;;
     --nodes=*) nodes=${1#*=}; shift ;;
     --disable-qps-limits) qps=true; shift ;;
+    --audit-log) audit=true; shift ;;
+    --no-leader-election) leader=false; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 0 ;;
     -*) die "unknown flag $1 (see --help)" ;;
     *) [ -z "$name" ] || die "more than one cluster name given"; name=$1; shift ;;
@@ -73,6 +86,19 @@ GOBRAVE_CLUSTER_NAME=$name
 GOBRAVE_TESTBIN=$bin
 KUBECONFIG=$kubeconfig
 EOF
+if $audit; then
+  echo "GOBRAVE_AUDIT_LOG=$workdir/clusters/$name/logs/audit.log" >>"$workdir/cluster.env"
+  # One JSON line per request and stage (ResponseStarted for watches, ResponseComplete), with the
+  # user agent; never the request or response bodies.
+  cat >"$workdir/audit-policy.yaml" <<EOF
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages:
+- RequestReceived
+rules:
+- level: Metadata
+EOF
+fi
 
 fail() {
   local rc=$?
@@ -113,6 +139,32 @@ options:
   enableCRDs:
   - Logs
 EOF
+  if $audit; then
+    # kwokctl passes --audit-policy-file and --audit-log-path (clusters/NAME/logs/audit.log).
+    echo "  kubeAuditPolicy: $workdir/audit-policy.yaml"
+  fi
+  if $audit || ! $leader; then
+    echo "componentsPatches:"
+  fi
+  if $audit; then
+    # The log is never rotated, so that a reader can keep byte offsets into one file.
+    cat <<EOF
+- name: kube-apiserver
+  extraArgs:
+  - key: audit-log-maxsize
+    value: "1000000"
+EOF
+  fi
+  if ! $leader; then
+    for c in kube-controller-manager kube-scheduler; do
+      cat <<EOF
+- name: $c
+  extraArgs:
+  - key: leader-elect
+    value: "false"
+EOF
+    done
+  fi
   for f in node-initialize node-heartbeat-with-lease pod-ready pod-complete pod-delete \
     pod-container-running-failed gobrave-pod-exit-code; do
     printf -- '---\n'

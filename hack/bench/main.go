@@ -1,0 +1,172 @@
+// Command bench is the scale benchmark of `make bench` (docs/performance.md): for each N it starts a
+// kwok control plane of its own with an audit log (hack/cluster-up.sh --audit-log), creates N
+// gobrave workloads (half deployments, half held jobs) with client-go and records them in a state
+// database with pkg/store, then measures the built plugin as a real process:
+//
+//   - `recover --once` and `monitor --all`: API requests counted by the API server (audit log,
+//     User-Agent kubectl-gobrave/), wall time from process start to every state recorded, peak
+//     RSS — without and then with N unrelated, unlabelled deployments and jobs in the namespace;
+//   - the peers, in the same run on the same workloads: `kubectl wait` (jobs) and
+//     `kubectl rollout status` (deployments), the original per-ID design (cluster-wide unfiltered
+//     informers plus one GET per ID at client-go's default 5 QPS, burst 10; run by this binary as
+//     `bench baseline`, capped and extrapolated when N is large), and `kubectl get -l` against `ps`;
+//   - event-to-database latency: 1,000 held jobs are released within about 5 s while
+//     `monitor --all` runs, and each Job's Complete condition is compared with its events row.
+//
+// It prints a markdown report on stdout (and to -out). The cluster is always removed, on errors
+// and on SIGINT/SIGTERM too. Linux only (peak RSS from rusage).
+//
+//	go run ./hack/bench -n 1000,5000 -plugin bin/kubectl-gobrave -out /tmp/bench.md
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// launcher is the built hack/bench/launch, which runs every measured command.
+var launcher string
+
+type options struct {
+	ns          []int
+	plugin      string
+	out         string
+	reps        int
+	latencyJobs int
+	baselineCap int
+	peerCap     int
+	skip        map[string]bool
+	storeBench  bool
+	root        string // repository root (hack/cluster-up.sh is found from it)
+	profileDir  string
+}
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "baseline":
+			os.Exit(baselineMain(os.Args[2:]))
+		case "profile":
+			os.Exit(profileMain(os.Args[2:]))
+		case "idle":
+			os.Exit(0) // the floor of this binary's RSS, for the report
+		}
+	}
+	var o options
+	var ns, skip string
+	flag.StringVar(&ns, "n", "1000,5000", "comma-separated numbers of gobrave workloads (half deployments, half held jobs)")
+	flag.StringVar(&o.plugin, "plugin", "bin/kubectl-gobrave", "the built plugin (make build)")
+	flag.StringVar(&o.out, "out", "", "also write the markdown report to this file")
+	flag.IntVar(&o.reps, "reps", 3, "runs of each plugin and kubectl measurement (the median is reported)")
+	flag.IntVar(&o.latencyJobs, "latency-jobs", 1000, "jobs released at once for the event-to-database latency (0: skip)")
+	flag.IntVar(&o.baselineCap, "baseline-cap", 1000, "GETs the per-ID baseline makes before its time is extrapolated to N (0: no cap)")
+	flag.IntVar(&o.peerCap, "peer-cap", 0, "objects per kind kubectl wait / rollout status are run on before extrapolating (0: all)")
+	flag.StringVar(&skip, "skip", "", "comma-separated phases to skip: unrelated, peers, baseline, latency, ps")
+	flag.BoolVar(&o.storeBench, "store-bench", true, "also run the store benchmarks (ApplyBatch, Ps10k) and report them")
+	flag.StringVar(&o.profileDir, "profile-dir", "", "also profile recover --once and monitor --all (CPU, allocations, gctrace) into this folder")
+	flag.Parse()
+	for _, s := range strings.Split(ns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 2 || n%2 != 0 {
+			fmt.Fprintf(os.Stderr, "bench: -n wants even numbers >= 2, got %q\n", s)
+			os.Exit(2)
+		}
+		o.ns = append(o.ns, n)
+	}
+	o.skip = map[string]bool{}
+	for _, s := range strings.Split(skip, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			o.skip[s] = true
+		}
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		fatal(err)
+	}
+	o.root = wd
+	if _, err := os.Stat(filepath.Join(o.root, "hack", "cluster-up.sh")); err != nil {
+		fatal(fmt.Errorf("run from the repository root: %w", err))
+	}
+	if o.plugin, err = filepath.Abs(o.plugin); err != nil {
+		fatal(err)
+	}
+	if _, err := os.Stat(o.plugin); err != nil {
+		fatal(fmt.Errorf("%w (run make build first)", err))
+	}
+
+	os.Exit(run(o))
+}
+
+// run measures and reports; its deferred clean-ups run before the exit.
+func run(o options) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	tmp, err := os.MkdirTemp("", "gobrave-bench-launch.")
+	if err != nil {
+		fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	launcher = filepath.Join(tmp, "launch")
+	build := exec.CommandContext(ctx, "go", "build", "-o", launcher, "./hack/bench/launch")
+	build.Dir, build.Stdout, build.Stderr = o.root, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		logf("build hack/bench/launch: %v", err)
+		return 1
+	}
+	rep := &report{started: time.Now()}
+	rep.env = environment(ctx, o)
+	if o.storeBench {
+		logf("store benchmarks: go test -bench (ApplyBatch, Ps10k) ./pkg/store/")
+		rep.store, err = storeBenchmarks(ctx, o.root)
+		if err != nil {
+			logf("store benchmarks failed: %v", err)
+		}
+	}
+	for _, n := range o.ns {
+		r, err := runScale(ctx, o, n)
+		if r != nil {
+			rep.scales = append(rep.scales, r)
+			var part strings.Builder
+			r.markdown(func(format string, args ...any) { fmt.Fprintf(&part, format, args...) })
+			logf("N=%d done:\n%s", n, part.String())
+		}
+		if err != nil {
+			logf("N=%d: %v", n, err)
+			rep.errors = append(rep.errors, fmt.Sprintf("N=%d: %v", n, err))
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	md := rep.markdown()
+	fmt.Print(md)
+	if o.out != "" {
+		if err := os.WriteFile(o.out, []byte(md), 0o644); err != nil {
+			logf("%v", err)
+			return 1
+		}
+		logf("report written to %s", o.out)
+	}
+	if len(rep.errors) > 0 || ctx.Err() != nil {
+		return 1
+	}
+	return 0
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench %s: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func fatal(err error) {
+	fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+	os.Exit(1)
+}

@@ -1,0 +1,288 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
+	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
+	"github.com/gobrave/kubectl-gobrave/pkg/spec"
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
+)
+
+const (
+	benchNS    = "bench"
+	benchImage = "registry.invalid/gobrave-bench:1" // kwok never pulls it
+	labelHold  = "gobrave.test/hold"                // docs/testing.md: the pod runs until deleted
+	// labelLatency marks the jobs of the latency phase (on the Job and its pod template).
+	labelLatency = "gobrave.bench/latency"
+)
+
+// made is one gobrave workload created in the cluster.
+type made struct {
+	s   spec.ContainerSpec
+	uid string
+}
+
+// gobraveSpecs are n workloads: n/2 deployments svc-NNNNN and n/2 held jobs task-NNNNN.
+func gobraveSpecs(n int) []spec.ContainerSpec {
+	specs := make([]spec.ContainerSpec, 0, n)
+	for i := range n / 2 {
+		specs = append(specs,
+			spec.ContainerSpec{Name: fmt.Sprintf("svc-%05d", i), Image: benchImage, WorkloadKind: runtimeid.KindDeployment},
+			spec.ContainerSpec{Name: fmt.Sprintf("task-%05d", i), Image: benchImage, WorkloadKind: runtimeid.KindJob,
+				Labels: map[string]string{labelHold: "true"}})
+	}
+	return specs
+}
+
+// latencySpecs are n held jobs lat-NNNNN, released later by removing the hold label from their pods.
+func latencySpecs(n int) []spec.ContainerSpec {
+	specs := make([]spec.ContainerSpec, 0, n)
+	for i := range n {
+		specs = append(specs, spec.ContainerSpec{Name: fmt.Sprintf("lat-%05d", i), Image: benchImage,
+			WorkloadKind: runtimeid.KindJob, Labels: map[string]string{labelHold: "true", labelLatency: "true"}})
+	}
+	return specs
+}
+
+// parallel runs fn(i) for i in [0,n) on 32 goroutines and joins the errors (the first 5).
+func parallel(ctx context.Context, n int, fn func(i int) error) error {
+	return parallelN(ctx, n, 32, fn)
+}
+
+// parallelN is parallel on workers goroutines.
+func parallelN(ctx context.Context, n, workers int, fn func(i int) error) error {
+	sem := make(chan struct{}, workers)
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for i := range n {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := fn(i); err != nil {
+				mu.Lock()
+				if len(errs) < 5 {
+					errs = append(errs, err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return errors.Join(errs...)
+}
+
+// createGobrave creates the objects as `create` would build them (runtime.Build), with client-go.
+func createGobrave(ctx context.Context, c kubernetes.Interface, specs []spec.ContainerSpec) ([]made, error) {
+	out := make([]made, len(specs))
+	err := parallel(ctx, len(specs), func(i int) error {
+		s := specs[i]
+		s.RuntimeNamespace = benchNS
+		if err := s.Validate(); err != nil {
+			return err
+		}
+		objs, err := runtime.Build(s, benchNS)
+		if err != nil {
+			return err
+		}
+		var uid string
+		switch {
+		case objs.Deployment != nil:
+			d, err := c.AppsV1().Deployments(benchNS).Create(ctx, objs.Deployment, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			uid = string(d.UID)
+		case objs.Job != nil:
+			j, err := c.BatchV1().Jobs(benchNS).Create(ctx, objs.Job, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			uid = string(j.UID)
+		}
+		s.Normalize()
+		out[i] = made{s: s, uid: uid}
+		return nil
+	})
+	return out, err
+}
+
+// createUnrelated creates n/2 deployments other-svc-NNNNN and n/2 held jobs other-task-NNNNN with
+// no gobrave label, in the same namespace as the gobrave workloads.
+func createUnrelated(ctx context.Context, c kubernetes.Interface, n int) error {
+	one := int32(1)
+	zero := int32(0)
+	container := []corev1.Container{{Name: "main", Image: benchImage, Args: []string{"serve", "--port", "8080"}}}
+	return parallel(ctx, n, func(i int) error {
+		if i%2 == 0 {
+			name := fmt.Sprintf("other-svc-%05d", i/2)
+			labels := map[string]string{"app": name}
+			d := &appsv1.Deployment{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNS, Labels: labels},
+				Spec: appsv1.DeploymentSpec{
+					Replicas: &one,
+					Selector: &metav1.LabelSelector{MatchLabels: labels},
+					Template: corev1.PodTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Labels: labels},
+						Spec:       corev1.PodSpec{Containers: container},
+					},
+				},
+			}
+			_, err := c.AppsV1().Deployments(benchNS).Create(ctx, d, metav1.CreateOptions{})
+			return err
+		}
+		name := fmt.Sprintf("other-task-%05d", i/2)
+		j := &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNS, Labels: map[string]string{"app": name}},
+			Spec: batchv1.JobSpec{
+				BackoffLimit: &zero,
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name, labelHold: "true"}},
+					Spec:       corev1.PodSpec{Containers: container, RestartPolicy: corev1.RestartPolicyNever},
+				},
+			},
+		}
+		_, err := c.BatchV1().Jobs(benchNS).Create(ctx, j, metav1.CreateOptions{})
+		return err
+	})
+}
+
+// record puts every workload in the state database at path as TestRequestCount does: state
+// created, event Created.
+func record(ctx context.Context, path string, ms []made) error {
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		id, err := runtimeid.New(runtimeid.RuntimeK8s, benchNS, m.s.Kind(), m.s.Name)
+		if err != nil {
+			st.Close()
+			return err
+		}
+		w := store.Workload{
+			RuntimeID: id.String(), Runtime: runtimeid.RuntimeK8s, Namespace: benchNS, Kind: id.Kind, Name: m.s.Name,
+			UID: m.uid, Spec: m.s, State: store.StateCreated,
+		}
+		ev := store.Transition{Type: store.Created, Message: id.Kind + "/" + m.s.Name + " created", UID: m.uid}
+		if err := st.Put(ctx, w, ev); err != nil {
+			st.Close()
+			return err
+		}
+	}
+	return st.Close()
+}
+
+// copyDB copies a closed database (and its -wal/-shm files, if any) to a new folder.
+func copyDB(src, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	dst := filepath.Join(dir, "state.db")
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		in, err := os.Open(src + suffix)
+		if errors.Is(err, os.ErrNotExist) && suffix != "" {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		out, err := os.OpenFile(dst+suffix, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err != nil {
+			in.Close()
+			return "", err
+		}
+		_, err = io.Copy(out, in)
+		in.Close()
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	return dst, nil
+}
+
+// states counts the records of the database at path by state.
+func states(ctx context.Context, path string) (map[store.State]int, error) {
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	ws, err := st.List(ctx, store.Filter{All: true, NoSpec: true})
+	if err != nil {
+		return nil, err
+	}
+	out := map[store.State]int{}
+	for _, w := range ws {
+		out[w.State]++
+	}
+	return out, nil
+}
+
+// waitRunning waits until, among the objects matching selector, wantD deployments have a ready
+// replica and wantJ jobs a ready pod (polling every 5 s, lightly: the lists are large and the API
+// server is busy enough; progress on stderr).
+func waitRunning(ctx context.Context, c kubernetes.Interface, selector string, wantD, wantJ int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	last := ""
+	for {
+		readyD, readyJ := 0, 0
+		ds, err := c.AppsV1().Deployments(benchNS).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err == nil {
+			for _, d := range ds.Items {
+				if d.Status.ReadyReplicas == 1 {
+					readyD++
+				}
+			}
+		}
+		js, err2 := c.BatchV1().Jobs(benchNS).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err2 == nil {
+			for _, j := range js.Items {
+				if j.Status.Ready != nil && *j.Status.Ready == 1 {
+					readyJ++
+				}
+			}
+		}
+		if err == nil && err2 == nil && readyD >= wantD && readyJ >= wantJ {
+			logf("  %d deployments ready, %d jobs running after %s", readyD, readyJ, time.Since(start).Round(time.Second))
+			return nil
+		}
+		msg := fmt.Sprintf("%d/%d deployments ready, %d/%d jobs running (%v %v)", readyD, wantD, readyJ, wantJ, err, err2)
+		if msg != last && time.Since(start) > 5*time.Second {
+			logf("  waiting: %s", msg)
+			last = msg
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", msg, ctx.Err())
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
