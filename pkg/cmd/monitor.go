@@ -113,7 +113,7 @@ func (o *MonitorOptions) Run(ctx context.Context) error {
 		if st, err = o.f.Store(ctx); err != nil {
 			return err
 		}
-		ws, err = st.List(ctx, store.Filter{})
+		ws, err = st.List(ctx, store.Filter{NoSpec: true}) // the monitors need IDs and states only
 	} else {
 		st, ws, err = o.f.resolveAll(ctx, o.args)
 	}
@@ -266,7 +266,7 @@ func (o *RecoverOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ws, err := st.List(ctx, store.Filter{})
+	ws, err := st.List(ctx, store.Filter{NoSpec: true}) // the monitors need IDs and states only
 	if err != nil {
 		return err
 	}

@@ -631,14 +631,15 @@ func (inf *informer) getLastErr() error {
 // those already terminal are finished; the rest come back with their UIDs.
 func (m *Monitor) liveRecords(ctx context.Context, ids []string) (live []string, uids map[string]string, err error) {
 	uids = make(map[string]string, len(ids))
+	recs, err := m.st.Records(ctx, ids) // one query per 500 IDs, no specs decoded
+	if err != nil {
+		return nil, nil, fmt.Errorf("monitor: %w", err)
+	}
 	for _, s := range ids {
-		w, err := m.st.Get(ctx, s)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
+		w, ok := recs[s]
+		if !ok {
 			m.finish(s, false)
 			continue
-		case err != nil:
-			return nil, nil, fmt.Errorf("monitor %s: %w", s, err)
 		}
 		m.mu.Lock()
 		m.states[s] = w.State

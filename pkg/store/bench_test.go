@@ -9,7 +9,7 @@ import (
 )
 
 // fill inserts n workloads in one transaction, a third of them exited.
-func fill(b *testing.B, s *Store, n int) []string {
+func fill(b testing.TB, s *Store, n int) []string {
 	b.Helper()
 	ctx := context.Background()
 	var ids []string
@@ -49,6 +49,39 @@ func BenchmarkList10k(b *testing.B) { benchList(b, Filter{All: true}) }
 
 // BenchmarkPs10k is `ps -a` over 10,000 records: ps never shows the spec.
 func BenchmarkPs10k(b *testing.B) { benchList(b, Filter{All: true, NoSpec: true}) }
+
+// BenchmarkRecords5k reads the states and UIDs of 5,000 IDs as the monitor
+// does when it registers them: Records, one query per 500 IDs.
+func BenchmarkRecords5k(b *testing.B) {
+	ctx := context.Background()
+	s, _ := openTest(b)
+	ids := fill(b, s, 5000)
+	cpu := cpuTime()
+	for b.Loop() {
+		recs, err := s.Records(ctx, ids)
+		if err != nil || len(recs) != len(ids) {
+			b.Fatalf("%d records, %v", len(recs), err)
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-cpu).Milliseconds())/float64(b.N), "cpu-ms/op")
+}
+
+// BenchmarkGetEach5k is the same with one Get per ID (specs decoded), as the
+// monitor did before Records: the "before" of docs/performance.md.
+func BenchmarkGetEach5k(b *testing.B) {
+	ctx := context.Background()
+	s, _ := openTest(b)
+	ids := fill(b, s, 5000)
+	cpu := cpuTime()
+	for b.Loop() {
+		for _, id := range ids {
+			if _, err := s.Get(ctx, id); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-cpu).Milliseconds())/float64(b.N), "cpu-ms/op")
+}
 
 func benchList(b *testing.B, f Filter) {
 	ctx := context.Background()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -684,4 +685,36 @@ func countEvents(t *testing.T, db *sql.DB, id string, typ EventType) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestRecords reads many records at once without specs: more IDs than one
+// query takes, some without a record.
+func TestRecords(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	ids := fill(t, s, 1200)
+	ask := append(slices.Clone(ids), "k8s-none|job|missing", "k8s-none|deployment|missing")
+	recs, err := s.Records(ctx, ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != len(ids) {
+		t.Fatalf("%d records, want %d", len(recs), len(ids))
+	}
+	for i, id := range ids {
+		w, ok := recs[id]
+		wantState := StateRunning
+		if i%3 == 0 {
+			wantState = StateExited
+		}
+		if !ok || w.State != wantState || w.UID != fmt.Sprintf("uid-%d", i) || w.Spec.Image != "" {
+			t.Fatalf("%s: %+v (found %v), want state %s, uid-%d and no spec", id, w, ok, wantState, i)
+		}
+	}
+	if _, ok := recs["k8s-none|job|missing"]; ok {
+		t.Error("a record for an unknown ID")
+	}
+	if recs, err := s.Records(ctx, nil); err != nil || len(recs) != 0 {
+		t.Errorf("Records(nil) = %v, %v", recs, err)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -240,6 +241,40 @@ func (s *Store) Events(ctx context.Context, runtimeIDs ...string) ([]Event, erro
 		}
 	}
 	return s.queryEvents(ctx, q+" ORDER BY seq", args...)
+}
+
+// Records reads the records of ids without their specs (Spec is zero), by
+// runtime ID; IDs with no record are absent. One query per 500 IDs: the
+// monitor reads thousands of records at once and needs only their states
+// and UIDs.
+func (s *Store) Records(ctx context.Context, ids []string) (map[string]Workload, error) {
+	out := make(map[string]Workload, len(ids))
+	cols := strings.Replace(workloadColumns, "spec,", "'' AS spec,", 1)
+	for chunk := range slices.Chunk(ids, 500) {
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := s.db.QueryContext(ctx, "SELECT "+cols+" FROM workloads WHERE runtime_id IN ("+placeholders(len(chunk))+")", args...)
+		if err != nil {
+			return nil, s.fail("read workloads", err)
+		}
+		for rows.Next() {
+			var spec []byte
+			w, err := scanRow(rows.Scan, &spec)
+			if err != nil {
+				rows.Close()
+				return nil, s.fail("read workloads", err)
+			}
+			out[w.RuntimeID] = w
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, s.fail("read workloads", err)
+		}
+	}
+	return out, nil
 }
 
 // LastEventSeq returns the sequence number of the newest event (0 when there
