@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"os"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -32,5 +34,18 @@ func TestRequestTimeout(t *testing.T) {
 	}
 	if got := (&Factory{}).requestTimeout(); got != 0 {
 		t.Errorf("no flags: %s, want 0", got)
+	}
+}
+
+// TestMonitorGC: a process that monitors collects garbage at GOGC=50 unless GOGC is set.
+func TestMonitorGC(t *testing.T) {
+	if os.Getenv("GOGC") != "" {
+		t.Skip("GOGC is set in the environment: it wins")
+	}
+	tuneGCForMonitoring()
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	if old != monitorGCPercent {
+		t.Errorf("GOGC after tuneGCForMonitoring = %d, want %d", old, monitorGCPercent)
 	}
 }
