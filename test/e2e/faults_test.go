@@ -174,6 +174,39 @@ func waitReady(t *testing.T, ns string) {
 	})
 }
 
+// expectedEnds returns the terminal event each ID must have (for checkTerminal) and the state it
+// must reach (for waitStates): exited jobs, failed jobs, deployments left running.
+func expectedEnds(exited, failed, running []string) (want, states map[string]string) {
+	want, states = map[string]string{}, map[string]string{}
+	for _, id := range exited {
+		want[id], states[id] = "ContainerExited", "exited"
+	}
+	for _, id := range failed {
+		want[id], states[id] = "ContainerFailed", "failed"
+	}
+	for _, id := range running {
+		states[id] = "running"
+	}
+	return want, states
+}
+
+// interrupt stops a following monitor with SIGINT, as Ctrl-C would, and checks that it was still
+// running and exits 0.
+func (p *monProc) interrupt() result {
+	p.t.Helper()
+	if p.exited() {
+		p.t.Fatalf("the monitor exited early: %s", p.result())
+	}
+	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+		p.t.Fatal(err)
+	}
+	r := p.wait(30 * time.Second)
+	if r.code != 0 {
+		p.t.Errorf("monitor after SIGINT: exit code %d\n%s", r.code, lastLines(r.stderr, 20))
+	}
+	return r
+}
+
 // checkTerminal checks the history of ids: those in want have exactly one terminal event, of the
 // type want names; the others none. It also checks that no run started twice.
 func checkTerminal(t *testing.T, evs []monEvent, ids []string, want map[string]string) {
@@ -507,28 +540,9 @@ func TestFaultAPIServerRestart(t *testing.T) {
 		time.Since(downAt).Round(time.Millisecond), rev, before)
 
 	waitJobsFinished(t, e.ns, 3*time.Minute)
-	want := map[string]string{}
-	states := map[string]string{}
-	for _, id := range jobs {
-		want[id], states[id] = "ContainerExited", "exited"
-	}
-	for _, id := range failing {
-		want[id], states[id] = "ContainerFailed", "failed"
-	}
-	for _, id := range deps {
-		states[id] = "running"
-	}
+	want, states := expectedEnds(jobs, failing, deps)
 	e.waitStates(2*time.Minute, states)
-	if mon.exited() {
-		t.Fatalf("the monitor exited: %s", mon.result())
-	}
-	if err := mon.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	r := mon.wait(30 * time.Second)
-	if r.code != 0 {
-		t.Errorf("monitor after SIGINT: exit code %d\n%s", r.code, lastLines(r.stderr, 20))
-	}
+	r := mon.interrupt()
 	checkTerminal(t, e.events(all...), all, want)
 
 	// The monitor's jobs informer started over after the restart: a second initial list of jobs
@@ -907,27 +921,9 @@ func TestFaultTransientErrors(t *testing.T) {
 	kc := kubeconfigFor(t, "http://"+p.addr)
 	mon := e.start("monitor", "--all", "--follow", "--kubeconfig", kc)
 
-	want := map[string]string{}
-	states := map[string]string{}
-	for _, id := range good {
-		want[id], states[id] = "ContainerExited", "exited"
-	}
-	for _, id := range bad {
-		want[id], states[id] = "ContainerFailed", "failed"
-	}
-	for _, id := range deps {
-		states[id] = "running"
-	}
+	want, states := expectedEnds(good, bad, deps)
 	e.waitStates(3*time.Minute, states)
-	if mon.exited() {
-		t.Fatalf("the monitor exited: %s", mon.result())
-	}
-	if err := mon.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if r := mon.wait(30 * time.Second); r.code != 0 {
-		t.Errorf("monitor after SIGINT: exit code %d\n%s", r.code, lastLines(r.stderr, 20))
-	}
+	mon.interrupt()
 	// The one-shot verbs through the same proxy change nothing more; they run until every kind
 	// of fault has been injected at least once.
 	covered := func() bool {
@@ -1024,9 +1020,6 @@ func TestFaultConcurrentCLI(t *testing.T) {
 	for _, f := range failures {
 		t.Errorf("kubectl %s: %s", f.args, f.out)
 	}
-	if mon.exited() {
-		t.Errorf("the monitor exited: %s", mon.result())
-	}
 	if len(created) != workers*perWorker {
 		t.Fatalf("%d of %d workloads went through create, stop, start and delete", len(created), workers*perWorker)
 	}
@@ -1063,10 +1056,7 @@ func TestFaultConcurrentCLI(t *testing.T) {
 			t.Errorf("%s: %q, want running", id, ws[id].State)
 		}
 	}
-	if err := mon.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if r := mon.wait(30 * time.Second); r.code != 0 || strings.Contains(r.stderr, "locked") {
+	if r := mon.interrupt(); strings.Contains(r.stderr, "locked") {
 		t.Errorf("monitor: %s", r)
 	}
 	e.integrityCheck()
@@ -1288,6 +1278,9 @@ func runReadOnlyUser(t *testing.T, e *monEnv, args ...string) result {
 	if os.Geteuid() == 0 {
 		setpriv, err := exec.LookPath("setpriv")
 		if err != nil {
+			if os.Getenv(envRequired) == "1" {
+				t.Fatalf("setpriv (util-linux) is needed to drop root for the read-only test: %v", err)
+			}
 			t.Skip("setpriv (util-linux) is needed to drop root for the read-only test")
 		}
 		name, argv = setpriv, append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "--", name}, args...)
