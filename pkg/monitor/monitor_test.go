@@ -230,7 +230,7 @@ func TestJobActiveThenComplete(t *testing.T) {
 	done := start(t.Context(), m)
 	eventually(t, "the job watch", func() bool { return isWatched("jobs") })
 
-	updateJobStatus(t, client, "ns", "task", batchv1.JobStatus{Active: 1, StartTime: &now})
+	updateJobStatus(t, client, "ns", "task", batchv1.JobStatus{Active: 1, StartTime: &metav1.Time{Time: time.Now()}})
 	eventually(t, "running", func() bool { return state(t, st, id) == store.StateRunning })
 	updateJobStatus(t, client, "ns", "task", complete)
 
@@ -318,7 +318,13 @@ func TestDeleteMonitoredObject(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			st := newStore(t)
 			id := jobID("ns", "task")
-			record(t, st, id, "u1", tt.state)
+			record(t, st, id, "u1", store.StateRunning)
+			if tt.state == store.StateStopping {
+				// What the lifecycle engine records for a job's stop.
+				if _, _, err := st.Apply(t.Context(), store.Transition{RuntimeID: id.String(), Type: store.StopRequested, Expect: store.ContainerDeleted}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			client := fake.NewClientset(job("ns", "task", "u1", batchv1.JobStatus{Active: 1}))
 			isWatched := watched(client)
 			m := New(client, st, Options{Owner: owner("a")})

@@ -6,20 +6,22 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 )
 
-// Next is the state machine: the state a workload of kind in state cur
-// moves to on an event of type t, and whether the event is recorded at all.
+// Next is the state machine: the state a workload in state cur moves to on
+// an event of type t, and whether the event is recorded at all. It knows no
+// kind: expect, recorded with the last request, is the observed event that
+// completes it when the kind says so (a job's stop ends with its deletion).
+//
 // Requested events are always recorded. Observed events are not recorded
 // when they say nothing new: a start when the workload is not created or
-// starting, an exit or failure after a terminal state. A job deleted while
-// stopping (stop deletes the job) has exited; any other deletion ends in
-// deleted, and a deletion confirmed after that is recorded but changes
-// nothing. Adopted keeps the state (the caller sets it with Put). Unknown
-// types are not recorded.
-func Next(kind string, cur State, t EventType) (next State, record bool) {
+// starting, an exit or failure after a terminal state. A deletion that
+// completes a stop (expect is ContainerDeleted) has exited, or keeps the
+// exit or failure recorded while it was stopping; any other deletion ends in
+// deleted, and a deletion confirmed after that is recorded
+// but changes nothing. Adopted and RequestFailed keep the state (the caller
+// sets it). Unknown types are not recorded.
+func Next(cur State, t, expect EventType) (next State, record bool) {
 	switch t {
 	case Created:
 		return StateCreated, true
@@ -29,7 +31,7 @@ func Next(kind string, cur State, t EventType) (next State, record bool) {
 		return StateStopping, true
 	case DeleteRequested:
 		return StateDeleted, true
-	case Adopted:
+	case Adopted, RequestFailed:
 		return cur, true
 	case ContainerStarted:
 		if cur == StateCreated || cur == StateStarting {
@@ -50,8 +52,11 @@ func Next(kind string, cur State, t EventType) (next State, record bool) {
 		switch {
 		case cur == StateDeleted:
 			return cur, true
-		case kind == runtimeid.KindJob && cur == StateStopping:
+		case cur == StateStopping && expect == ContainerDeleted:
 			return StateExited, true
+		case cur.Terminal() && expect == ContainerDeleted:
+			// The stop's deletion of a workload that had ended meanwhile.
+			return cur, true
 		default:
 			return StateDeleted, true
 		}
@@ -75,10 +80,13 @@ type Applied struct {
 
 // Apply records t and moves the workload's state (see Next). It returns the
 // recorded event and true, or the unrecorded event and false when t is
-// ignored: an observed event already recorded for this object and run (by any
-// process), one that says nothing new in the current state, or one about an
-// older object (its UID differs from the workload's). An unknown runtime ID
-// is an error wrapping ErrNotFound.
+// ignored: an observed event already recorded for this object and epoch (by
+// any process), one that says nothing new in the current state, one made for
+// an older request (t.Epoch below the record's), or one about an older object
+// (its UID differs from the workload's, or, while a retired object is being
+// replaced, it was seen in an earlier epoch). Every requested event but
+// RequestFailed raises the epoch. An unknown runtime ID is an error wrapping
+// ErrNotFound.
 func (s *Store) Apply(ctx context.Context, t Transition) (Event, bool, error) {
 	as, err := s.ApplyBatch(ctx, []Transition{t})
 	if err != nil {
@@ -129,7 +137,7 @@ func (s *Store) ApplyBatch(ctx context.Context, ts []Transition) ([]Applied, err
 
 // applier holds the statements of one ApplyBatch transaction.
 type applier struct {
-	get, insert, insertObserved, update *sql.Stmt
+	get, insert, insertObserved, update, seenBefore *sql.Stmt
 }
 
 func newApplier(ctx context.Context, tx *sql.Tx) (*applier, error) {
@@ -141,7 +149,8 @@ func newApplier(ctx context.Context, tx *sql.Tx) (*applier, error) {
 		{&a.get, "SELECT " + workloadColumns + " FROM workloads WHERE runtime_id = ?"},
 		{&a.insert, insertEvent(false)},
 		{&a.insertObserved, insertEvent(true)},
-		{&a.update, "UPDATE workloads SET state = ?, message = ?, uid = ?, run = ?, updated_at = ? WHERE runtime_id = ?"},
+		{&a.update, "UPDATE workloads SET state = ?, message = ?, uid = ?, epoch = ?, request = ?, expect = ?, updated_at = ? WHERE runtime_id = ?"},
+		{&a.seenBefore, "SELECT EXISTS (SELECT 1 FROM events WHERE runtime_id = ? AND uid = ? AND epoch < ?)"},
 	} {
 		st, err := tx.PrepareContext(ctx, p.q)
 		if err != nil {
@@ -154,7 +163,7 @@ func newApplier(ctx context.Context, tx *sql.Tx) (*applier, error) {
 }
 
 func (a *applier) close() {
-	for _, st := range []*sql.Stmt{a.get, a.insert, a.insertObserved, a.update} {
+	for _, st := range []*sql.Stmt{a.get, a.insert, a.insertObserved, a.update, a.seenBefore} {
 		if st != nil {
 			st.Close()
 		}
@@ -178,35 +187,69 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 		ev.UID = w.UID // the event is about the current object
 	}
 	skip := Applied{Event: ev, Workload: w}
-	if observed && t.UID != "" && w.UID != "" && t.UID != w.UID {
-		return skip, nil // about an older object of the same name
+	if observed {
+		if t.Epoch != 0 && t.Epoch != w.Epoch {
+			return skip, nil // made for another request
+		}
+		if t.UID != "" && w.UID != "" && t.UID != w.UID {
+			return skip, nil // about an older object of the same name
+		}
+		if t.UID != "" && w.UID == "" {
+			// The record's object is being replaced: an object seen in an
+			// earlier epoch is the old one.
+			var old bool
+			if err := a.seenBefore.QueryRowContext(ctx, w.RuntimeID, t.UID, w.Epoch).Scan(&old); err != nil {
+				return Applied{}, err
+			}
+			if old {
+				return skip, nil
+			}
+		}
 	}
-	next, record := Next(w.Kind, w.State, t.Type)
+	next, record := Next(w.State, t.Type, w.Expect)
 	if !record {
 		return skip, nil
 	}
 
-	run := w.Run
-	if t.Type == StartRequested || t.Type == ResumeRequested {
-		run++
-	}
+	epoch, request, expect := w.Epoch, w.Request, w.Expect
 	msg := t.Message
+	uid := w.UID
+	switch {
+	case observed:
+		if uid == "" {
+			uid = t.UID
+		}
+	case t.Type == RequestFailed:
+		if (t.Epoch == 0 || t.Epoch == w.Epoch) && t.Restore.known() {
+			next = t.Restore // no later request: back to where it was
+		} else {
+			msg = w.Message // a later request owns the record now
+		}
+		if t.UID != "" {
+			uid = t.UID
+		}
+	default:
+		epoch++
+		request, expect = t.Type, t.Expect
+		if t.UID != "" {
+			uid = t.UID
+		}
+		if t.Retire {
+			uid = ""
+		}
+	}
 	if t.Type == ContainerDeleted && next == StateExited && w.State == StateStopping {
 		msg = stoppedMessage
 		if ev.Message == "" {
 			ev.Message = stoppedMessage
 		}
 	}
-	uid := w.UID
-	if t.UID != "" && (!observed || uid == "") {
-		uid = t.UID
-	}
 
 	ins := a.insert
 	if observed {
 		ins = a.insertObserved
 	}
-	res, err := ins.ExecContext(ctx, ev.RuntimeID, string(ev.Type), ev.Message, ev.UID, run, observed, toDB(ev.Time))
+	res, err := ins.ExecContext(ctx, ev.RuntimeID, string(ev.Type), ev.Message, ev.UID, epoch, observed, toDB(ev.Time))
 	if err != nil {
 		return Applied{}, err
 	}
@@ -218,9 +261,9 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 	if ev.Seq, err = res.LastInsertId(); err != nil {
 		return Applied{}, err
 	}
-	if _, err := a.update.ExecContext(ctx, string(next), msg, uid, run, toDB(now), w.RuntimeID); err != nil {
+	if _, err := a.update.ExecContext(ctx, string(next), msg, uid, epoch, string(request), string(expect), toDB(now), w.RuntimeID); err != nil {
 		return Applied{}, err
 	}
-	w.State, w.Message, w.UID, w.Run, w.UpdatedAt = next, msg, uid, run, now
+	w.State, w.Message, w.UID, w.Epoch, w.Request, w.Expect, w.UpdatedAt = next, msg, uid, epoch, request, expect, now
 	return Applied{Event: ev, Applied: true, Workload: w}, nil
 }

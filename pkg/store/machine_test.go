@@ -67,8 +67,10 @@ func TestNext(t *testing.T) {
 		{job, StateRunning, ContainerDeleted, StateDeleted, true},
 		{dep, StateCreated, ContainerDeleted, StateDeleted, true},
 		{dep, StateStarting, ContainerDeleted, StateDeleted, true},
-		{job, StateExited, ContainerDeleted, StateDeleted, true},
-		{job, StateFailed, ContainerDeleted, StateDeleted, true},
+		{job, StateExited, ContainerDeleted, StateExited, true},
+		{job, StateFailed, ContainerDeleted, StateFailed, true},
+		{dep, StateExited, ContainerDeleted, StateDeleted, true},
+		{dep, StateFailed, ContainerDeleted, StateDeleted, true},
 		{dep, StateDeleted, ContainerDeleted, StateDeleted, true},
 		{job, StateDeleted, ContainerDeleted, StateDeleted, true},
 
@@ -77,7 +79,11 @@ func TestNext(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s %s %s", tt.kind, tt.cur, tt.ev), func(t *testing.T) {
-			next, record := Next(tt.kind, tt.cur, tt.ev)
+			var expect EventType // what the kinds say: a job's stop ends with its deletion
+			if tt.kind == job {
+				expect = ContainerDeleted
+			}
+			next, record := Next(tt.cur, tt.ev, expect)
 			if next != tt.want || record != tt.wantRecord {
 				t.Errorf("Next(%s, %s, %s) = %s, %v; want %s, %v", tt.kind, tt.cur, tt.ev, next, record, tt.want, tt.wantRecord)
 			}
@@ -92,7 +98,7 @@ func TestApply(t *testing.T) {
 		state   State
 		message string
 		uid     string
-		run     int
+		epoch   int
 	}
 	tests := []struct {
 		name        string
@@ -108,11 +114,11 @@ func TestApply(t *testing.T) {
 			kind:        "deployment",
 			ts:          []Transition{{Type: StartRequested}, {Type: ContainerStarted, Message: "1/1 ready", UID: "u1"}, {Type: StopRequested}, {Type: ContainerExited, Message: "scaled to 0"}},
 			wantApplied: []bool{true, true, true, true},
-			want:        want{StateExited, "scaled to 0", "u1", 2},
+			want:        want{StateExited, "scaled to 0", "u1", 3},
 			wantEvents:  []EventType{StartRequested, ContainerStarted, StopRequested, ContainerExited},
 		},
 		{
-			name:        "started once per run",
+			name:        "started once per request",
 			kind:        "deployment",
 			uid:         "u1",
 			ts:          []Transition{{Type: ContainerStarted}, {Type: ContainerStarted}, {Type: StartRequested}, {Type: ContainerStarted}, {Type: ContainerStarted}},
@@ -133,9 +139,9 @@ func TestApply(t *testing.T) {
 			name:        "stopping a job deletes it",
 			kind:        "job",
 			uid:         "u1",
-			ts:          []Transition{{Type: ContainerStarted}, {Type: StopRequested}, {Type: ContainerDeleted}},
+			ts:          []Transition{{Type: ContainerStarted}, {Type: StopRequested, Expect: ContainerDeleted}, {Type: ContainerDeleted}},
 			wantApplied: []bool{true, true, true},
-			want:        want{StateExited, "stopped", "u1", 1},
+			want:        want{StateExited, "stopped", "u1", 2},
 			wantEvents:  []EventType{ContainerStarted, StopRequested, ContainerDeleted},
 		},
 		{
@@ -144,7 +150,7 @@ func TestApply(t *testing.T) {
 			uid:         "u1",
 			ts:          []Transition{{Type: DeleteRequested, Message: "deleting"}, {Type: ContainerDeleted, Message: "gone"}, {Type: ContainerDeleted, Message: "gone"}},
 			wantApplied: []bool{true, true, false},
-			want:        want{StateDeleted, "gone", "u1", 1},
+			want:        want{StateDeleted, "gone", "u1", 2},
 			wantEvents:  []EventType{DeleteRequested, ContainerDeleted},
 		},
 		{
@@ -179,7 +185,7 @@ func TestApply(t *testing.T) {
 			uid:         "old",
 			ts:          []Transition{{Type: Adopted, UID: "new", Message: "adopted"}},
 			wantApplied: []bool{true},
-			want:        want{StateCreated, "adopted", "new", 1},
+			want:        want{StateCreated, "adopted", "new", 2},
 			wantEvents:  []EventType{Adopted},
 		},
 		{
@@ -188,8 +194,65 @@ func TestApply(t *testing.T) {
 			uid:         "u1",
 			ts:          []Transition{{Type: ContainerStarted}, {Type: PauseRequested}, {Type: ContainerExited}, {Type: ResumeRequested}, {Type: ContainerStarted}},
 			wantApplied: []bool{true, true, true, true, true},
-			want:        want{StateRunning, "", "u1", 2},
+			want:        want{StateRunning, "", "u1", 3},
 			wantEvents:  []EventType{ContainerStarted, PauseRequested, ContainerExited, ResumeRequested, ContainerStarted},
+		},
+		{
+			// Issue 12, case 1: a second stop is a request of its own.
+			name:        "second stop of a stopped deployment",
+			kind:        "deployment",
+			uid:         "u1",
+			ts:          []Transition{{Type: StopRequested}, {Type: ContainerExited, Message: "0"}, {Type: StopRequested}, {Type: ContainerExited, Message: "0"}},
+			wantApplied: []bool{true, true, true, true},
+			want:        want{StateExited, "0", "u1", 3},
+			wantEvents:  []EventType{StopRequested, ContainerExited, StopRequested, ContainerExited},
+		},
+		{
+			name:        "second stop of a stopped job",
+			kind:        "job",
+			uid:         "u1",
+			ts:          []Transition{{Type: StopRequested, Expect: ContainerDeleted}, {Type: ContainerDeleted}, {Type: StopRequested, Expect: ContainerDeleted}, {Type: ContainerDeleted}},
+			wantApplied: []bool{true, true, true, true},
+			want:        want{StateExited, "stopped", "u1", 3},
+			wantEvents:  []EventType{StopRequested, ContainerDeleted, StopRequested, ContainerDeleted},
+		},
+		{
+			name:        "observation of an older request",
+			kind:        "deployment",
+			uid:         "u1",
+			ts:          []Transition{{Type: StartRequested}, {Type: StopRequested}, {Type: ContainerStarted, Epoch: 2}, {Type: ContainerExited, Epoch: 3}},
+			wantApplied: []bool{true, true, false, true},
+			want:        want{StateExited, "", "u1", 3},
+			wantEvents:  []EventType{StartRequested, StopRequested, ContainerExited},
+		},
+		{
+			name:        "a failed request puts the state back",
+			kind:        "deployment",
+			uid:         "u1",
+			ts:          []Transition{{Type: StopRequested}, {Type: ContainerExited}, {Type: StartRequested}, {Type: RequestFailed, Epoch: 3, Restore: StateExited, Message: "forbidden"}},
+			wantApplied: []bool{true, true, true, true},
+			want:        want{StateExited, "forbidden", "u1", 3},
+			wantEvents:  []EventType{StopRequested, ContainerExited, StartRequested, RequestFailed},
+		},
+		{
+			name:        "a failed request superseded by a later one",
+			kind:        "deployment",
+			uid:         "u1",
+			ts:          []Transition{{Type: StartRequested, Message: "a"}, {Type: StopRequested, Message: "b"}, {Type: RequestFailed, Epoch: 2, Restore: StateCreated, Message: "forbidden"}},
+			wantApplied: []bool{true, true, true},
+			want:        want{StateStopping, "b", "u1", 3},
+			wantEvents:  []EventType{StartRequested, StopRequested, RequestFailed},
+		},
+		{
+			// Issue 12, case 3: the old job's deletion does not end the new run.
+			name: "a job replaced by a new one",
+			kind: "job",
+			uid:  "old",
+			ts: []Transition{{Type: ContainerExited, Message: "0"}, {Type: StartRequested, Retire: true},
+				{Type: ContainerDeleted, UID: "old"}, {Type: ContainerStarted, UID: "new"}, {Type: ContainerDeleted, UID: "old"}},
+			wantApplied: []bool{true, true, false, true, false},
+			want:        want{StateRunning, "", "new", 2},
+			wantEvents:  []EventType{ContainerExited, StartRequested, ContainerStarted},
 		},
 	}
 	for _, tt := range tests {
@@ -238,7 +301,7 @@ func TestApply(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if diff := cmp.Diff(tt.want, want{got.State, got.Message, got.UID, got.Run}, cmp.AllowUnexported(want{})); diff != "" {
+				if diff := cmp.Diff(tt.want, want{got.State, got.Message, got.UID, got.Epoch}, cmp.AllowUnexported(want{})); diff != "" {
 					t.Errorf("record (-want +got):\n%s", diff)
 				}
 				if batch {

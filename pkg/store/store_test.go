@@ -366,7 +366,7 @@ func TestPutGetList(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := workload("default", "deployment", "api")
-	want.State, want.Message, want.Run, want.CreatedAt, want.UpdatedAt = StateCreated, "created", 1, t0, t0
+	want.State, want.Message, want.Epoch, want.Request, want.CreatedAt, want.UpdatedAt = StateCreated, "created", 1, Created, t0, t0
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Get (-want +got):\n%s", diff)
 	}
@@ -492,7 +492,7 @@ func TestPutResetsRecordAndKeepsHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := w2
-	want.State, want.Message, want.Run, want.CreatedAt, want.UpdatedAt = StateCreated, "created again", 3, t1, t1
+	want.State, want.Message, want.Epoch, want.Request, want.CreatedAt, want.UpdatedAt = StateCreated, "created again", 4, Created, t1, t1
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("reset record (-want +got):\n%s", diff)
 	}
@@ -660,8 +660,8 @@ func TestConcurrentProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range ws {
-		if w.State != StateExited || w.Run != 2 {
-			t.Errorf("%s: state %s, run %d; want exited, run 2", w.RuntimeID, w.State, w.Run)
+		if w.State != StateExited || w.Epoch != 2 {
+			t.Errorf("%s: state %s, epoch %d; want exited, epoch 2", w.RuntimeID, w.State, w.Epoch)
 		}
 	}
 	if len(ws) != writers*writes/4 {

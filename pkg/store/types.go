@@ -50,6 +50,10 @@ const (
 	ResumeRequested EventType = "ResumeRequested"
 	DeleteRequested EventType = "DeleteRequested"
 	Adopted         EventType = "Adopted"
+	// RequestFailed compensates a requested event whose action failed: it
+	// puts the state back to what it was before the request (when no later
+	// request came) and keeps the error as its message.
+	RequestFailed EventType = "RequestFailed"
 )
 
 // Observed reports whether t comes from the monitor rather than from a verb.
@@ -59,6 +63,12 @@ func (t EventType) Observed() bool {
 		return true
 	}
 	return false
+}
+
+// Stopped reports whether the last request was a stop or a pause: an exited
+// workload that was stopped, not one that ran to its end.
+func (w Workload) Stopped() bool {
+	return w.Request == StopRequested || w.Request == PauseRequested
 }
 
 // Workload is one row of the workloads table.
@@ -72,10 +82,16 @@ type Workload struct {
 	Spec      spec.ContainerSpec `json:"spec"`
 	State     State              `json:"state"`
 	Message   string             `json:"message"`
-	// Run counts the starts of this record (Created is run 1, each
-	// StartRequested/ResumeRequested adds one). Observed events are
-	// idempotent per (runtime ID, UID, type, run).
-	Run       int       `json:"run"`
+	// Epoch counts the requests made of this record: every requested event
+	// but RequestFailed raises it (Created is epoch 1). Observed events are
+	// idempotent per (runtime ID, UID, type, epoch): each request gets its
+	// own observations.
+	Epoch int `json:"epoch"`
+	// Request is the type of the last requested event.
+	Request EventType `json:"request"`
+	// Expect is the observed event that completes Request when the
+	// workload's kind says so (a job's stop ends with ContainerDeleted).
+	Expect EventType `json:"expect,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 }
@@ -99,6 +115,21 @@ type Transition struct {
 	// A non-empty UID on a requested event also updates the workload's UID.
 	UID  string
 	Time time.Time // zero means now
+	// Epoch, when not 0, is the epoch the event belongs to: an observed
+	// event made for an older request, or a RequestFailed of a request that
+	// a later one superseded, records nothing or (RequestFailed) keeps the
+	// state.
+	Epoch int
+	// Expect, on a requested event, is the observed event type that
+	// completes the request for this kind, when it is not the obvious one.
+	Expect EventType
+	// Retire, on a requested event, says the record's object is being
+	// replaced by a new one (a finished job created again): the record
+	// forgets its UID, and observations about objects of earlier epochs are
+	// ignored until the new object is seen.
+	Retire bool
+	// Restore, on RequestFailed, is the state to go back to.
+	Restore State
 }
 
 // Filter selects workloads for List.

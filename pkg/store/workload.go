@@ -12,11 +12,11 @@ import (
 	"sync"
 )
 
-const workloadColumns = "runtime_id, runtime, namespace, kind, name, uid, spec, state, message, run, created_at, updated_at"
+const workloadColumns = "runtime_id, runtime, namespace, kind, name, uid, spec, state, message, epoch, request, expect, created_at, updated_at"
 
 // Put records w, or resets the record with the same runtime ID (a workload
 // deleted and created again under the same name): the row takes w's UID,
-// spec, state and message, Run becomes the old Run+1 (1 for a new record)
+// spec, state and message, Epoch becomes the old Epoch+1 (1 for a new record)
 // and CreatedAt w.CreatedAt, or now when zero. The old events stay in the
 // history. ev (normally Created; an empty Type means Created) is appended in
 // the same transaction. w.State defaults to created and w.Message to
@@ -63,23 +63,23 @@ func (s *Store) Put(ctx context.Context, w Workload, ev Transition) error {
 		evTime = now
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		var run int
+		var epoch int
 		err := tx.QueryRowContext(ctx, `
 INSERT INTO workloads (`+workloadColumns+`)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, '', ?, ?)
 ON CONFLICT (runtime_id) DO UPDATE SET
 	runtime = excluded.runtime, namespace = excluded.namespace, kind = excluded.kind,
 	name = excluded.name, uid = excluded.uid, spec = excluded.spec, state = excluded.state,
-	message = excluded.message, run = workloads.run + 1,
+	message = excluded.message, epoch = workloads.epoch + 1, request = excluded.request, expect = '',
 	created_at = excluded.created_at, updated_at = excluded.updated_at
-RETURNING run`,
+RETURNING epoch`,
 			w.RuntimeID, w.Runtime, w.Namespace, w.Kind, w.Name, w.UID, string(specJSON),
-			string(w.State), w.Message, toDB(created), toDB(now)).Scan(&run)
+			string(w.State), w.Message, string(ev.Type), toDB(created), toDB(now)).Scan(&epoch)
 		if err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, insertEvent(ev.Type.Observed()),
-			ev.RuntimeID, string(ev.Type), ev.Message, ev.UID, run, ev.Type.Observed(), toDB(evTime))
+			ev.RuntimeID, string(ev.Type), ev.Message, ev.UID, epoch, ev.Type.Observed(), toDB(evTime))
 		return err
 	})
 	if err != nil {
@@ -93,7 +93,7 @@ func insertEvent(observed bool) string {
 	if observed {
 		verb = "INSERT OR IGNORE" // the unique index events_observed_once
 	}
-	return verb + " INTO events (runtime_id, type, message, uid, run, observed, time) VALUES (?, ?, ?, ?, ?, ?, ?)"
+	return verb + " INTO events (runtime_id, type, message, uid, epoch, observed, time) VALUES (?, ?, ?, ?, ?, ?, ?)"
 }
 
 // Get returns the workload with the runtime ID, or an error wrapping ErrNotFound.
@@ -334,13 +334,14 @@ func scanWorkload(scan func(...any) error) (Workload, error) {
 // scanRow reads the workloadColumns of one row, leaving the spec JSON in spec.
 func scanRow(scan func(...any) error, spec *[]byte) (Workload, error) {
 	var w Workload
-	var state string
+	var state, request, expect string
 	var created, updated int64
 	if err := scan(&w.RuntimeID, &w.Runtime, &w.Namespace, &w.Kind, &w.Name, &w.UID, spec,
-		&state, &w.Message, &w.Run, &created, &updated); err != nil {
+		&state, &w.Message, &w.Epoch, &request, &expect, &created, &updated); err != nil {
 		return Workload{}, err
 	}
 	w.State = State(state)
+	w.Request, w.Expect = EventType(request), EventType(expect)
 	w.CreatedAt = fromDB(created)
 	w.UpdatedAt = fromDB(updated)
 	return w, nil
@@ -360,7 +361,7 @@ func (s State) known() bool {
 
 func (t EventType) known() bool {
 	switch t {
-	case Created, StartRequested, StopRequested, PauseRequested, ResumeRequested, DeleteRequested, Adopted:
+	case Created, StartRequested, StopRequested, PauseRequested, ResumeRequested, DeleteRequested, Adopted, RequestFailed:
 		return true
 	}
 	return t.Observed()

@@ -1,0 +1,116 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// ErrSuperseded is returned by the intent methods when the record has moved
+// to a later epoch (another request) since the intent was recorded: the
+// caller must leave it alone.
+var ErrSuperseded = errors.New("the record was changed by a later request")
+
+// SetObjectUID records the UID of the object a request made (a workload
+// created, a job created again) on the record and on the requested events of
+// epoch that did not know it, and msg as the record's message when not
+// empty, provided the record is still at epoch and knows no UID yet (or
+// already this one). A record that moved on, or that a monitor has given
+// another UID, is left alone (ok false).
+func (s *Store) SetObjectUID(ctx context.Context, runtimeID string, epoch int, uid, msg string) (ok bool, err error) {
+	now := s.now().UTC()
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE workloads SET uid = ?, message = CASE WHEN ? = '' THEN message ELSE ? END, updated_at = ?
+	WHERE runtime_id = ? AND epoch = ? AND uid IN ('', ?)`,
+			uid, msg, msg, toDB(now), runtimeID, epoch, uid)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil || n == 0 {
+			return err
+		}
+		ok = true
+		// The request of this epoch made the object: its event names it.
+		_, err = tx.ExecContext(ctx, "UPDATE events SET uid = ? WHERE runtime_id = ? AND epoch = ? AND observed = 0 AND uid = ''", uid, runtimeID, epoch)
+		return err
+	})
+	if err != nil {
+		return false, s.fail(fmt.Sprintf("set UID of %q", runtimeID), err)
+	}
+	return ok, nil
+}
+
+// Forget removes a record that only ever held an intent: a create whose API
+// call failed, for an ID the database did not know before. It is removed,
+// with its history and lease, only while it is still at epoch; otherwise
+// ErrSuperseded.
+func (s *Store) Forget(ctx context.Context, runtimeID string, epoch int) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var cur int
+		err := tx.QueryRowContext(ctx, "SELECT epoch FROM workloads WHERE runtime_id = ?", runtimeID).Scan(&cur)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if cur != epoch {
+			return ErrSuperseded
+		}
+		for _, q := range []string{
+			"DELETE FROM events WHERE runtime_id = ?",
+			"DELETE FROM leases WHERE runtime_id = ?",
+			"DELETE FROM workloads WHERE runtime_id = ?",
+		} {
+			if _, err := tx.ExecContext(ctx, q, runtimeID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, ErrSuperseded) {
+		return err
+	}
+	if err != nil {
+		return s.fail(fmt.Sprintf("forget %q", runtimeID), err)
+	}
+	return nil
+}
+
+// Restore puts back old, the record as it was before a create that failed
+// (the ID was known: deleted or exited before), while the record is still at
+// epoch, and appends RequestFailed with msg. The epoch stays where the
+// intent took it, so observations made for the failed request stay apart.
+func (s *Store) Restore(ctx context.Context, old Workload, epoch int, msg string) error {
+	specJSON, err := json.Marshal(old.Spec)
+	if err != nil {
+		return fmt.Errorf("restore %q: encode spec: %w", old.RuntimeID, err)
+	}
+	now := s.now().UTC()
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE workloads SET uid = ?, spec = ?, state = ?, message = ?, request = ?, expect = ?,
+	created_at = ?, updated_at = ? WHERE runtime_id = ? AND epoch = ?`,
+			old.UID, string(specJSON), string(old.State), old.Message, string(old.Request), string(old.Expect),
+			toDB(old.CreatedAt), toDB(now), old.RuntimeID, epoch)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return ErrSuperseded
+		}
+		_, err = tx.ExecContext(ctx, insertEvent(false), old.RuntimeID, string(RequestFailed), msg, old.UID, epoch, false, toDB(now))
+		return err
+	})
+	if errors.Is(err, ErrSuperseded) {
+		return err
+	}
+	if err != nil {
+		return s.fail(fmt.Sprintf("restore %q", old.RuntimeID), err)
+	}
+	return nil
+}
