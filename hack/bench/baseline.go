@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/monitor"
+	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
@@ -125,12 +126,12 @@ func baseline(ctx context.Context, start time.Time, kubeconfig, db string, limit
 		case runtimeid.KindDeployment:
 			var d *appsv1.Deployment
 			if d, err = c.AppsV1().Deployments(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{}); err == nil {
-				obs, ok = monitor.DeploymentEvent(d)
+				obs, ok = runtime.DeploymentEvent(d)
 			}
 		case runtimeid.KindJob:
 			var j *batchv1.Job
 			if j, err = c.BatchV1().Jobs(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{}); err == nil {
-				obs, ok = monitor.JobEvent(j)
+				obs, ok = runtime.JobEvent(j)
 			}
 		}
 		res.GETs++

@@ -81,12 +81,12 @@ func (o *AdoptOptions) Run(ctx context.Context) error {
 	var found []adoptee
 	for i := range deps.Items {
 		d := &deps.Items[i]
-		obs, ok := monitor.DeploymentEvent(d)
+		obs, ok := runtime.DeploymentEvent(d)
 		found = append(found, adoptee{meta: d.ObjectMeta, kind: runtimeid.KindDeployment, obs: obs, seen: ok, image: firstImage(d.Spec.Template.Spec.Containers)})
 	}
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
-		obs, ok := monitor.JobEvent(j)
+		obs, ok := runtime.JobEvent(j)
 		found = append(found, adoptee{meta: j.ObjectMeta, kind: runtimeid.KindJob, obs: obs, seen: ok, image: firstImage(j.Spec.Template.Spec.Containers)})
 	}
 	sort.Slice(found, func(a, b int) bool { return found[a].key() < found[b].key() })

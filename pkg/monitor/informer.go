@@ -8,8 +8,6 @@ import (
 	"slices"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 )
 
@@ -51,21 +50,17 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 		f = informers.NewSharedInformerFactoryWithOptions(m.client, 0, opts...)
 		m.factories[fns] = f
 	}
-	var si cache.SharedIndexInformer
-	switch kind {
-	case runtimeid.KindDeployment:
-		si = f.Apps().V1().Deployments().Informer()
-	case runtimeid.KindJob:
-		si = f.Batch().V1().Jobs().Informer()
-	default:
-		return nil, fmt.Errorf("monitor: unknown workload kind %q", kind)
+	k, err := runtime.KindOf(kind)
+	if err != nil {
+		return nil, fmt.Errorf("monitor: %w", err)
 	}
+	si := k.Informer(f)
 	inf := &informer{namespace: fns, kind: kind, inf: si}
 
 	// A list or watch refused by RBAC is retried forever by the reflector;
 	// report it instead so that Run fails fast.
 	denied := make(chan error, 1)
-	err := si.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+	err = si.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		inf.setLastErr(err)
 		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 			select {
@@ -224,17 +219,6 @@ func (m *Monitor) goneLocked(sub *subscription, at time.Time) []item {
 	return []item{{ids: slices.Clone(sub.ids), obs: o, at: at}}
 }
 
-// observe maps a Deployment or a Job.
-func observe(obj any) (Observation, bool) {
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		return DeploymentEvent(o)
-	case *batchv1.Job:
-		return JobEvent(o)
-	}
-	return Observation{}, false
-}
-
 // snapshotAll checks, once, every subscription the informer serves.
 func (m *Monitor) snapshotAll(ctx context.Context, inf *informer) {
 	m.mu.Lock()
@@ -336,24 +320,16 @@ func (m *Monitor) recheckOutside(ctx context.Context) {
 // get reads the workload of id from the API server, retrying transient errors.
 func (m *Monitor) get(ctx context.Context, id runtimeid.ID) (any, error) {
 	var obj any
-	err := retry.OnError(m.getBackoff, func(err error) bool { return ctx.Err() == nil && transient(err) }, func() error {
-		switch id.Kind {
-		case runtimeid.KindDeployment:
-			d, err := m.client.AppsV1().Deployments(id.Namespace).Get(ctx, id.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			obj = d
-		case runtimeid.KindJob:
-			j, err := m.client.BatchV1().Jobs(id.Namespace).Get(ctx, id.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			obj = j
-		default:
-			return fmt.Errorf("unknown workload kind %q", id.Kind)
+	k, err := runtime.KindOf(id.Kind)
+	if err != nil {
+		return nil, err
+	}
+	err = retry.OnError(m.getBackoff, func(err error) bool { return ctx.Err() == nil && transient(err) }, func() error {
+		o, err := k.Get(ctx, m.client, id.Namespace, id.Name)
+		if err == nil {
+			obj = o
 		}
-		return nil
+		return err
 	})
 	return obj, err
 }

@@ -12,9 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 	"github.com/gobrave/kubectl-gobrave/pkg/spec"
 )
 
@@ -64,50 +62,11 @@ func Build(s spec.ContainerSpec, namespace string) (Objects, error) {
 	}
 	meta.Annotations = map[string]string{AnnotationSpec: string(raw)}
 
-	switch s.Kind() {
-	case runtimeid.KindJob:
-		tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
-		return Objects{Job: &batchv1.Job{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-			ObjectMeta: meta,
-			Spec: batchv1.JobSpec{
-				BackoffLimit: ptr(int32(0)),
-				Template:     tmpl,
-			},
-		}}, nil
-	case runtimeid.KindDeployment:
-		tmpl.Spec.RestartPolicy = corev1.RestartPolicyAlways
-		objs := Objects{Deployment: &appsv1.Deployment{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-			ObjectMeta: meta,
-			Spec: appsv1.DeploymentSpec{
-				Replicas: ptr(int32(1)),
-				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelWorkload: s.Name}},
-				Template: tmpl,
-			},
-		}}
-		if s.ExposeService && s.ExposedPort > 0 {
-			svcMeta := objectMeta(s, namespace)
-			svcMeta.Name = ServiceName(s.Name)
-			objs.Service = &corev1.Service{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-				ObjectMeta: svcMeta,
-				Spec: corev1.ServiceSpec{
-					Type:     corev1.ServiceTypeClusterIP,
-					Selector: map[string]string{LabelWorkload: s.Name},
-					Ports: []corev1.ServicePort{{
-						Name:       "port-" + fmt.Sprint(s.ExposedPort),
-						Protocol:   corev1.ProtocolTCP,
-						Port:       s.ExposedPort,
-						TargetPort: intstr.FromInt32(s.ExposedPort),
-					}},
-				},
-			}
-		}
-		return objs, nil
-	default:
+	k, err := KindOf(s.Kind())
+	if err != nil {
 		return Objects{}, fmt.Errorf("%w: workloadKind %q: use deployment or job", spec.ErrInvalid, s.WorkloadKind)
 	}
+	return k.Build(s, meta, tmpl)
 }
 
 // Labels returns the labels of every object of s: the user's labels with

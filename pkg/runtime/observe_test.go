@@ -1,10 +1,6 @@
-package monitor
+package runtime
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -12,10 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/ptr"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
@@ -45,8 +38,8 @@ func TestJobEvent(t *testing.T) {
 	}{
 		{name: "new job, no status", want: nil},
 		{name: "active pod, no ready count (old controller)", status: batchv1.JobStatus{Active: 1}, want: started("u1")},
-		{name: "ready pod", status: batchv1.JobStatus{Active: 1, Ready: ptr.To[int32](1), StartTime: &now}, want: started("u1")},
-		{name: "pending pod is active but not started", status: batchv1.JobStatus{Active: 1, Ready: ptr.To[int32](0), StartTime: &now}, want: nil},
+		{name: "ready pod", status: batchv1.JobStatus{Active: 1, Ready: ptr(int32(1)), StartTime: &now}, want: started("u1")},
+		{name: "pending pod is active but not started", status: batchv1.JobStatus{Active: 1, Ready: ptr(int32(0)), StartTime: &now}, want: nil},
 		{name: "start time only", status: batchv1.JobStatus{StartTime: &now}, want: nil},
 		{name: "complete condition", status: batchv1.JobStatus{Succeeded: 1, Conditions: []batchv1.JobCondition{
 			jobCond(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, "CompletionsReached", ""),
@@ -83,12 +76,12 @@ func TestJobEvent(t *testing.T) {
 		}}, want: nil},
 		{name: "no conditions, succeeded", status: batchv1.JobStatus{Succeeded: 1, StartTime: &now}, want: exited},
 		{name: "no conditions, failed, backoff limit unknown", status: batchv1.JobStatus{Failed: 2, StartTime: &now}, want: failed("2 failed pods")},
-		{name: "no conditions, failed beyond the backoff limit", spec: batchv1.JobSpec{BackoffLimit: ptr.To[int32](6)},
+		{name: "no conditions, failed beyond the backoff limit", spec: batchv1.JobSpec{BackoffLimit: ptr(int32(6))},
 			status: batchv1.JobStatus{Failed: 7}, want: failed("7 failed pods")},
-		{name: "no conditions, backoff limit 0", spec: batchv1.JobSpec{BackoffLimit: ptr.To[int32](0)},
+		{name: "no conditions, backoff limit 0", spec: batchv1.JobSpec{BackoffLimit: ptr(int32(0))},
 			status: batchv1.JobStatus{Failed: 1}, want: failed("1 failed pods")},
 		{name: "no conditions, failed pod being retried", status: batchv1.JobStatus{Active: 1, Failed: 1}, want: started("u1")},
-		{name: "no conditions, failed pod waiting for its retry", spec: batchv1.JobSpec{BackoffLimit: ptr.To[int32](6)},
+		{name: "no conditions, failed pod waiting for its retry", spec: batchv1.JobSpec{BackoffLimit: ptr(int32(6))},
 			status: batchv1.JobStatus{Failed: 1, StartTime: &now}, want: nil},
 		{name: "no conditions, success wins over failures", status: batchv1.JobStatus{Succeeded: 1, Failed: 3}, want: exited},
 		{name: "being deleted with an active pod", gone: true, status: batchv1.JobStatus{Active: 1}, want: nil},
@@ -99,7 +92,7 @@ func TestJobEvent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			j := &batchv1.Job{
-				ObjectMeta: metav1.ObjectMeta{Name: "task", Namespace: "ns", UID: "u1", Labels: map[string]string{WorkloadLabel: "task"},
+				ObjectMeta: metav1.ObjectMeta{Name: "task", Namespace: "ns", UID: "u1", Labels: map[string]string{LabelWorkload: "task"},
 					ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
 				Spec:   tt.spec,
 				Status: tt.status,
@@ -109,7 +102,7 @@ func TestJobEvent(t *testing.T) {
 			}
 			checkObservation(t, tt.want)(JobEvent(j))
 			// The informers' transform keeps everything the mapping reads.
-			s, err := slim(j)
+			s, err := Slim(j)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,19 +129,19 @@ func TestDeploymentEvent(t *testing.T) {
 		want       *Observation
 	}{
 		{name: "new deployment, no status", want: nil},
-		{name: "one ready replica", replicas: ptr.To[int32](1), status: appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1}, want: started},
+		{name: "one ready replica", replicas: ptr(int32(1)), status: appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1}, want: started},
 		{name: "replicas nil means 1", status: appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1}, want: started},
 		{name: "replicas nil, nothing yet", status: appsv1.DeploymentStatus{Replicas: 0}, want: nil},
-		{name: "pods not ready yet", replicas: ptr.To[int32](2), status: appsv1.DeploymentStatus{Replicas: 2, ReadyReplicas: 0}, want: nil},
+		{name: "pods not ready yet", replicas: ptr(int32(2)), status: appsv1.DeploymentStatus{Replicas: 2, ReadyReplicas: 0}, want: nil},
 		{name: "observed generation current", generation: 3, status: appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 1, ReadyReplicas: 1}, want: started},
-		{name: "stale status is ignored", generation: 4, replicas: ptr.To[int32](0),
+		{name: "stale status is ignored", generation: 4, replicas: ptr(int32(0)),
 			status: appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 1, ReadyReplicas: 1}, want: nil},
-		{name: "stale status is ignored even when it looks scaled to 0", generation: 5, replicas: ptr.To[int32](1),
+		{name: "stale status is ignored even when it looks scaled to 0", generation: 5, replicas: ptr(int32(1)),
 			status: appsv1.DeploymentStatus{ObservedGeneration: 4}, want: nil},
-		{name: "scaled to 0, no replica left", replicas: ptr.To[int32](0), status: appsv1.DeploymentStatus{}, want: exited},
-		{name: "scaled to 0, replicas still terminating", replicas: ptr.To[int32](0),
+		{name: "scaled to 0, no replica left", replicas: ptr(int32(0)), status: appsv1.DeploymentStatus{}, want: exited},
+		{name: "scaled to 0, replicas still terminating", replicas: ptr(int32(0)),
 			status: appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1}, want: nil},
-		{name: "scaled to 0 wins over an old deadline condition", replicas: ptr.To[int32](0),
+		{name: "scaled to 0 wins over an old deadline condition", replicas: ptr(int32(0)),
 			status: appsv1.DeploymentStatus{Conditions: []appsv1.DeploymentCondition{deadline}}, want: exited},
 		{name: "replica failure", status: appsv1.DeploymentStatus{Conditions: []appsv1.DeploymentCondition{quota}},
 			want: failed(`FailedCreate: pods "web-1" is forbidden: exceeded quota`)},
@@ -171,7 +164,7 @@ func TestDeploymentEvent(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d := &appsv1.Deployment{
 				ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u1", Generation: tt.generation,
-					Labels:        map[string]string{WorkloadLabel: "web", "app": "web"},
+					Labels:        map[string]string{LabelWorkload: "web", "app": "web"},
 					Annotations:   map[string]string{"deployment.kubernetes.io/revision": "1"},
 					ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager"}}},
 				Spec:   appsv1.DeploymentSpec{Replicas: tt.replicas},
@@ -181,7 +174,7 @@ func TestDeploymentEvent(t *testing.T) {
 				d.DeletionTimestamp = &now
 			}
 			checkObservation(t, tt.want)(DeploymentEvent(d))
-			s, err := slim(d)
+			s, err := Slim(d)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -201,22 +194,22 @@ func TestDeleted(t *testing.T) {
 func TestSlim(t *testing.T) {
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u1", Generation: 2, ResourceVersion: "42",
-			Labels:        map[string]string{WorkloadLabel: "web", "app": "web", "team": "a"},
+			Labels:        map[string]string{LabelWorkload: "web", "app": "web", "team": "a"},
 			Annotations:   map[string]string{"big": "annotation"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		Spec: appsv1.DeploymentSpec{Replicas: ptr(int32(1)), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}},
 		Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
 			Conditions: []appsv1.DeploymentCondition{deployCond(appsv1.DeploymentAvailable, corev1.ConditionTrue, "MinimumReplicasAvailable", "ok")}},
 	}
-	got, err := slim(d)
+	got, err := Slim(d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u1", Generation: 2, ResourceVersion: "42",
-			Labels: map[string]string{WorkloadLabel: "web"}},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)},
+			Labels: map[string]string{LabelWorkload: "web"}},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr(int32(1))},
 		Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 1, ReadyReplicas: 1,
 			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", Message: "ok"}}},
 	}
@@ -226,23 +219,23 @@ func TestSlim(t *testing.T) {
 	j := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "task", Namespace: "ns", UID: "u2", DeletionTimestamp: &now,
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
-		Spec: batchv1.JobSpec{BackoffLimit: ptr.To[int32](2), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		Spec: batchv1.JobSpec{BackoffLimit: ptr(int32(2)), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}},
-		Status: batchv1.JobStatus{Active: 1, Failed: 1, StartTime: &now, Ready: ptr.To[int32](1)},
+		Status: batchv1.JobStatus{Active: 1, Failed: 1, StartTime: &now, Ready: ptr(int32(1))},
 	}
-	gotJob, err := slim(j)
+	gotJob, err := Slim(j)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantJob := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "task", Namespace: "ns", UID: "u2", DeletionTimestamp: &now},
-		Spec:       batchv1.JobSpec{BackoffLimit: ptr.To[int32](2)},
-		Status:     batchv1.JobStatus{Active: 1, Failed: 1, StartTime: &now, Ready: ptr.To[int32](1)},
+		Spec:       batchv1.JobSpec{BackoffLimit: ptr(int32(2))},
+		Status:     batchv1.JobStatus{Active: 1, Failed: 1, StartTime: &now, Ready: ptr(int32(1))},
 	}
 	if diff := cmp.Diff(wantJob, gotJob); diff != "" {
 		t.Errorf("slim job (-want +got):\n%s", diff)
 	}
-	if other, _ := slim("tombstone"); other != "tombstone" {
+	if other, _ := Slim("tombstone"); other != "tombstone" {
 		t.Errorf("slim changed a value of another type: %v", other)
 	}
 }
@@ -264,35 +257,5 @@ func checkObservation(t *testing.T, want *Observation) func(Observation, bool) {
 		if diff := cmp.Diff(*want, got); diff != "" {
 			t.Errorf("observation (-want +got):\n%s", diff)
 		}
-	}
-}
-
-func TestTransient(t *testing.T) {
-	gr := schema.GroupResource{Group: "batch", Resource: "jobs"}
-	tests := []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{name: "nil", err: nil, want: false},
-		{name: "internal error 500", err: apierrors.NewInternalError(errors.New("boom")), want: true},
-		{name: "too many requests 429", err: apierrors.NewTooManyRequests("slow down", 1), want: true},
-		{name: "service unavailable 503", err: apierrors.NewServiceUnavailable("restarting"), want: true},
-		{name: "server timeout", err: apierrors.NewServerTimeout(gr, "get", 1), want: true},
-		{name: "gateway timeout 504", err: apierrors.NewTimeoutError("slow", 1), want: true},
-		{name: "other 5xx", err: apierrors.NewGenericServerResponse(502, "get", gr, "x", "bad gateway", 0, true), want: true},
-		{name: "connection reset", err: fmt.Errorf("get: %w", syscall.ECONNRESET), want: true},
-		{name: "connection refused", err: fmt.Errorf("get: %w", syscall.ECONNREFUSED), want: true},
-		{name: "not found", err: apierrors.NewNotFound(gr, "x"), want: false},
-		{name: "forbidden", err: apierrors.NewForbidden(gr, "x", errors.New("no")), want: false},
-		{name: "conflict", err: apierrors.NewConflict(gr, "x", errors.New("changed")), want: false},
-		{name: "context canceled", err: context.Canceled, want: false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := transient(tt.err); got != tt.want {
-				t.Errorf("transient(%v) = %v, want %v", tt.err, got, tt.want)
-			}
-		})
 	}
 }

@@ -1,0 +1,237 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
+	"github.com/gobrave/kubectl-gobrave/pkg/spec"
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
+)
+
+// deploymentKind is a service: a Deployment of one replica and, with a port
+// and --expose, a ClusterIP Service <name>-svc. Start and stop scale it to 1
+// and 0 through the scale subresource; delete removes the Service, then the
+// Deployment in the foreground.
+type deploymentKind struct{}
+
+func (deploymentKind) Resource() string { return "deployment.apps" }
+
+func (deploymentKind) Name() string { return runtimeid.KindDeployment }
+
+func (deploymentKind) Build(s spec.ContainerSpec, meta metav1.ObjectMeta, tmpl corev1.PodTemplateSpec) (Objects, error) {
+	tmpl.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	objs := Objects{Deployment: &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: meta,
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr(int32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelWorkload: s.Name}},
+			Template: tmpl,
+		},
+	}}
+	if s.ExposeService && s.ExposedPort > 0 {
+		svcMeta := objectMeta(s, meta.Namespace)
+		svcMeta.Name = ServiceName(s.Name)
+		objs.Service = &corev1.Service{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+			ObjectMeta: svcMeta,
+			Spec: corev1.ServiceSpec{
+				Type:     corev1.ServiceTypeClusterIP,
+				Selector: map[string]string{LabelWorkload: s.Name},
+				Ports: []corev1.ServicePort{{
+					Name:       "port-" + fmt.Sprint(s.ExposedPort),
+					Protocol:   corev1.ProtocolTCP,
+					Port:       s.ExposedPort,
+					TargetPort: intstr.FromInt32(s.ExposedPort),
+				}},
+			},
+		}
+	}
+	return objs, nil
+}
+
+func (deploymentKind) Create(ctx context.Context, c kubernetes.Interface, namespace string, objs Objects) (Created, error) {
+	d := objs.Deployment
+	dep, err := c.AppsV1().Deployments(namespace).Create(ctx, d, metav1.CreateOptions{})
+	if err != nil {
+		return Created{}, createError("deployment", d.Name, namespace, err)
+	}
+	out := Created{UID: string(dep.UID)}
+	if objs.Service == nil {
+		return out, nil
+	}
+	if _, err := c.CoreV1().Services(namespace).Create(ctx, objs.Service, metav1.CreateOptions{}); err != nil {
+		// Roll back: a deployment without the service the user asked for is half-made.
+		rbErr := c.AppsV1().Deployments(namespace).Delete(context.WithoutCancel(ctx), d.Name, metav1.DeleteOptions{
+			Preconditions:     &metav1.Preconditions{UID: &dep.UID},
+			PropagationPolicy: ptr(metav1.DeletePropagationBackground),
+		})
+		if rbErr != nil && !apierrors.IsNotFound(rbErr) {
+			return Created{}, errors.Join(createError("service", objs.Service.Name, namespace, err),
+				fmt.Errorf("roll back deployment %s/%s: %w (delete it with 'kubectl delete deployment -n %s %s')", namespace, d.Name, rbErr, namespace, d.Name))
+		}
+		return Created{}, createError("service", objs.Service.Name, namespace, err)
+	}
+	out.Service = objs.Service.Name
+	return out, nil
+}
+
+func (deploymentKind) PlanStart(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (StartPlan, error) {
+	return StartPlan{Message: "scale to 1"}, nil
+}
+
+func (deploymentKind) Start(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, _ StartPlan, _ *spec.ContainerSpec) (StartResult, error) {
+	uid, err := scale(ctx, c, id, 1)
+	return StartResult{UID: uid}, err
+}
+
+func (deploymentKind) Stop(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (bool, error) {
+	_, err := scale(ctx, c, id, 0)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// StopExpect: a deployment scaled to 0 has exited.
+func (deploymentKind) StopExpect() store.EventType { return store.ContainerExited }
+
+func (deploymentKind) StopAction() string { return "scale to 0" }
+
+func (deploymentKind) Delete(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (bool, error) {
+	err := c.CoreV1().Services(id.Namespace).Delete(ctx, ServiceName(id.Name), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("delete %s: service %s: %w", id, ServiceName(id.Name), err)
+	}
+	err = c.AppsV1().Deployments(id.Namespace).Delete(ctx, id.Name, metav1.DeleteOptions{
+		PropagationPolicy: ptr(metav1.DeletePropagationForeground),
+	})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("delete %s: %w", id, err)
+	}
+	return true, nil
+}
+
+func (deploymentKind) Get(ctx context.Context, c kubernetes.Interface, namespace, name string) (metav1.Object, error) {
+	return c.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (deploymentKind) Observe(obj any) (Observation, bool) {
+	d, _ := obj.(*appsv1.Deployment)
+	return DeploymentEvent(d)
+}
+
+func (deploymentKind) Informer(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+	return f.Apps().V1().Deployments().Informer()
+}
+
+// DeploymentEvent maps the status of a Deployment to an observation; false
+// means there is nothing to report yet.
+//
+// A status older than the spec (status.observedGeneration <
+// metadata.generation) is stale and reports nothing. Scaled to zero with no
+// replica left is exited 0, whatever conditions remain from before; then a
+// ReplicaFailure=True or a Progressing=False/ProgressDeadlineExceeded
+// condition is a failure; then a ready replica means started.
+func DeploymentEvent(d *appsv1.Deployment) (Observation, bool) {
+	if d == nil {
+		return Observation{}, false
+	}
+	if d.Status.ObservedGeneration < d.Generation {
+		return Observation{}, false
+	}
+	uid := string(d.UID)
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	if want == 0 && d.Status.Replicas == 0 {
+		return Observation{Type: store.ContainerExited, Message: "0", UID: uid}, true
+	}
+	for _, c := range d.Status.Conditions {
+		failed := (c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue) ||
+			(c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded")
+		if failed {
+			msg := conditionMessage(c.Reason, c.Message)
+			if msg == "" {
+				msg = string(c.Type)
+			}
+			return Observation{Type: store.ContainerFailed, Message: msg, UID: uid}, true
+		}
+	}
+	if want > 0 && d.Status.ReadyReplicas > 0 && d.DeletionTimestamp == nil {
+		return Observation{Type: store.ContainerStarted, UID: uid}, true
+	}
+	return Observation{}, false
+}
+
+// Slim keeps spec.replicas, the status counters and the conditions' type,
+// status, reason and message.
+func (deploymentKind) Slim(obj any) (any, bool) {
+	o, ok := obj.(*appsv1.Deployment)
+	if !ok {
+		return nil, false
+	}
+	d := &appsv1.Deployment{
+		ObjectMeta: slimMeta(&o.ObjectMeta),
+		Spec:       appsv1.DeploymentSpec{Replicas: o.Spec.Replicas},
+		Status: appsv1.DeploymentStatus{
+			ObservedGeneration: o.Status.ObservedGeneration,
+			Replicas:           o.Status.Replicas,
+			ReadyReplicas:      o.Status.ReadyReplicas,
+		},
+	}
+	if len(o.Status.Conditions) > 0 {
+		d.Status.Conditions = make([]appsv1.DeploymentCondition, len(o.Status.Conditions))
+		for i, c := range o.Status.Conditions {
+			d.Status.Conditions[i] = appsv1.DeploymentCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}
+		}
+	}
+	return d, true
+}
+
+// scale sets a deployment's replicas through the scale subresource, retrying
+// on conflict, and returns the deployment's UID.
+func scale(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, replicas int32) (string, error) {
+	deps := c.AppsV1().Deployments(id.Namespace)
+	var uid string
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sc, err := deps.GetScale(ctx, id.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		uid = string(sc.UID)
+		if sc.Spec.Replicas == replicas {
+			return nil
+		}
+		sc.Spec.Replicas = replicas
+		_, err = deps.UpdateScale(ctx, id.Name, sc, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		verb := "start"
+		if replicas == 0 {
+			verb = "stop"
+		}
+		if apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("%s %s: %w", verb, id, err)
+		}
+		return "", fmt.Errorf("%s %s: scale deployment to %d: %w", verb, id, replicas, err)
+	}
+	return uid, nil
+}

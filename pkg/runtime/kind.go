@@ -1,0 +1,166 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
+	"github.com/gobrave/kubectl-gobrave/pkg/spec"
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
+)
+
+// Kind is everything that differs between workload kinds, as kubectl's
+// polymorphichelpers keep it: how a spec becomes objects, what start, stop
+// and delete do, how its status maps to observed events, what the informer
+// cache keeps of it and how it is read. One value per kind, one file per
+// kind (deployment.go, job.go), listed once in kinds below. Nothing else
+// switches on a kind.
+type Kind interface {
+	// Name is the kind as runtime IDs spell it.
+	Name() string
+	// Resource is the kind's resource.group, as kubectl prints it
+	// (deployment.apps/web).
+	Resource() string
+
+	// Build wraps the pod template of s into the kind's objects (pure).
+	Build(s spec.ContainerSpec, meta metav1.ObjectMeta, tmpl corev1.PodTemplateSpec) (Objects, error)
+	// Create creates objs (built by Build) in namespace. Nothing is left
+	// half-made when it fails.
+	Create(ctx context.Context, c kubernetes.Interface, namespace string, objs Objects) (Created, error)
+
+	// PlanStart reads, without changing anything, what Start will do, so
+	// that the intent recorded before it can say so (StartPlan.Replace).
+	PlanStart(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (StartPlan, error)
+	// Start carries out plan. s is the recorded spec (nil when unknown).
+	Start(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, plan StartPlan, s *spec.ContainerSpec) (StartResult, error)
+	// Stop stops the workload and says whether its object was there.
+	Stop(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (found bool, err error)
+	// StopExpect is the observed event that completes a stop: the store's
+	// state machine reads it (a job's stop ends with its deletion).
+	StopExpect() store.EventType
+	// StopAction says what a stop does, for the StopRequested event.
+	StopAction() string
+	// Delete removes the workload (and what belongs to it) and says
+	// whether its object was there.
+	Delete(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (found bool, err error)
+
+	// Get reads the object (full, not slimmed).
+	Get(ctx context.Context, c kubernetes.Interface, namespace, name string) (metav1.Object, error)
+	// Observe maps the object's status to an observation; false means
+	// nothing to report yet. Pure.
+	Observe(obj any) (Observation, bool)
+	// Slim keeps what Observe and the monitor read, for the informer cache;
+	// ok is false when obj is not of this kind.
+	Slim(obj any) (slim any, ok bool)
+	// Informer is the kind's shared informer in f.
+	Informer(f informers.SharedInformerFactory) cache.SharedIndexInformer
+}
+
+// kinds lists every workload kind, by name. Adding a kind: its file, its
+// line here, its name in runtimeid.Kinds.
+var kinds = map[string]Kind{
+	runtimeid.KindDeployment: deploymentKind{},
+	runtimeid.KindJob:        jobKind{},
+}
+
+// KindOf returns the kind named name.
+func KindOf(name string) (Kind, error) {
+	if k, ok := kinds[name]; ok {
+		return k, nil
+	}
+	return nil, fmt.Errorf("unknown workload kind %q (one of deployment, job)", name)
+}
+
+// Observation is what was seen of one Kubernetes object: an observed event
+// type, its message and the UID of the object it is about. The store decides
+// whether it changes the workload's state.
+type Observation struct {
+	Type    store.EventType
+	Message string
+	UID     string
+}
+
+// Deleted is the observation for an object that is gone (a delete event, a
+// tombstone, a NotFound lookup, or an object of the same name with another UID).
+func Deleted(uid types.UID) Observation {
+	return Observation{Type: store.ContainerDeleted, UID: string(uid)}
+}
+
+// Observe maps a Deployment or a Job through its kind.
+func Observe(obj any) (Observation, bool) {
+	for _, k := range kinds {
+		if _, ok := k.Slim(obj); ok {
+			return k.Observe(obj)
+		}
+	}
+	return Observation{}, false
+}
+
+// Slim is the informers' transform: it keeps only what the mapping and the
+// monitor read (name, namespace, uid, generation, resourceVersion,
+// deletionTimestamp, the gobrave-workload label, and what the kind's Observe
+// reads), so that thousands of cached workloads stay small. Objects of other
+// types (tombstones) pass unchanged.
+func Slim(obj any) (any, error) {
+	for _, k := range kinds {
+		if s, ok := k.Slim(obj); ok {
+			return s, nil
+		}
+	}
+	return obj, nil
+}
+
+var _ cache.TransformFunc = Slim
+
+func slimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{
+		Name:              m.Name,
+		Namespace:         m.Namespace,
+		UID:               m.UID,
+		Generation:        m.Generation,
+		ResourceVersion:   m.ResourceVersion,
+		DeletionTimestamp: m.DeletionTimestamp,
+	}
+	if v, ok := m.Labels[LabelWorkload]; ok {
+		out.Labels = map[string]string{LabelWorkload: v}
+	}
+	return out
+}
+
+// conditionMessage joins a condition's reason and message as "reason: message".
+func conditionMessage(reason, message string) string {
+	switch {
+	case reason == "":
+		return message
+	case message == "":
+		return reason
+	}
+	return reason + ": " + message
+}
+
+// StartPlan is what Start will do, read before the intent is recorded.
+type StartPlan struct {
+	// UID is the object's UID when it exists.
+	UID string
+	// Replace: the object is (or will be) gone and a new one is created
+	// from the spec; the record forgets UID until it sees the new object.
+	Replace bool
+	// Leave: nothing to change (a job that is still running).
+	Leave bool
+	// Message says what Start will do, for the StartRequested event.
+	Message string
+}
+
+// StartResult tells what Start did.
+type StartResult struct {
+	UID string
+	// Recreated is true when a job was created again from its spec.
+	Recreated bool
+}
