@@ -91,7 +91,7 @@ type Workload struct {
 	Request EventType `json:"request"`
 	// Expect is the observed event that completes Request when the
 	// workload's kind says so (a job's stop ends with ContainerDeleted).
-	Expect EventType `json:"expect,omitempty"`
+	Expect    EventType `json:"expect,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 }
