@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/gobrave/kubectl-gobrave/pkg/lifecycle"
 	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 	"github.com/gobrave/kubectl-gobrave/pkg/spec"
@@ -262,8 +262,8 @@ func (o *CreateOptions) Run(ctx context.Context) (store.Workload, error) {
 	return w, nil
 }
 
-// create creates s in the cluster and records it. If the record cannot be
-// written the objects are deleted again, so nothing is half-made.
+// create records the intent and creates s in the cluster through the
+// lifecycle engine: a failed create leaves neither objects nor a record.
 func (f *Factory) create(ctx context.Context, s spec.ContainerSpec) (store.Workload, error) {
 	rtName, err := f.Runtime()
 	if err != nil {
@@ -276,33 +276,19 @@ func (f *Factory) create(ctx context.Context, s spec.ContainerSpec) (store.Workl
 	if _, err := runtimeid.New(rtName, ns, s.Kind(), s.Name); err != nil {
 		return store.Workload{}, err
 	}
+	e, err := f.engine(ctx)
+	if err != nil {
+		return store.Workload{}, err
+	}
+	w, _, err := e.Create(ctx, rtName, ns, s)
+	return w, err
+}
+
+// engine returns the lifecycle engine over the store and the clients.
+func (f *Factory) engine(ctx context.Context) (*lifecycle.Engine, error) {
 	st, err := f.Store(ctx)
 	if err != nil {
-		return store.Workload{}, err
+		return nil, err
 	}
-	client, err := f.Client(rtName)
-	if err != nil {
-		return store.Workload{}, err
-	}
-	rt := runtime.New(client, rtName)
-	created, err := rt.Create(ctx, s, ns)
-	if err != nil {
-		return store.Workload{}, err
-	}
-	s.RuntimeNamespace = ns
-	now := time.Now().UTC()
-	w := store.Workload{
-		RuntimeID: created.ID.String(), Runtime: rtName, Namespace: ns, Kind: created.ID.Kind, Name: s.Name,
-		UID: created.UID, Spec: s, State: store.StateCreated, CreatedAt: now, UpdatedAt: now,
-	}
-	msg := fmt.Sprintf("%s created", ref(w.Kind, w.Name))
-	if created.Service != "" {
-		msg += ", service/" + created.Service
-	}
-	if err := st.Put(ctx, w, store.Transition{RuntimeID: w.RuntimeID, Type: store.Created, Message: msg, UID: w.UID, Time: now}); err != nil {
-		// Do not leave objects the database does not know about.
-		_, delErr := rt.Delete(context.WithoutCancel(ctx), created.ID)
-		return store.Workload{}, errors.Join(fmt.Errorf("record %s: %w", w.RuntimeID, err), delErr)
-	}
-	return st.Get(ctx, w.RuntimeID)
+	return &lifecycle.Engine{Store: st, Client: f.Client, Owner: owner()}, nil
 }

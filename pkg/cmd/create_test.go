@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 )
@@ -161,7 +163,9 @@ func TestCreate(t *testing.T) {
 			if diff := cmp.Diff(want, got, cmpIgnoreTimes); diff != "" {
 				t.Errorf("ps -o json (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff([]string{"Created: " + tt.wantMessage}, h.history(id)); diff != "" {
+			// The intent is recorded first; the record's message says it was done.
+			intent := "Created: create " + strings.Replace(tt.wantMessage, " created", "", 1)
+			if diff := cmp.Diff([]string{intent}, h.history(id)); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
 			// The spec is kept with the record (start re-creates jobs from it).
@@ -220,25 +224,43 @@ func TestCreateOutput(t *testing.T) {
 	}
 }
 
-// TestCreateAlreadyExists: an object of that name in the cluster is an API
-// error (exit 1) and nothing is recorded.
+// TestCreateAlreadyExists: a name already recorded and not terminal is
+// refused before any API call (exit 2); an object of that name made outside
+// gobrave is an API error (exit 1). Either way the database is unchanged: the
+// intent recorded before the create is forgotten again.
 func TestCreateAlreadyExists(t *testing.T) {
 	h := newHarness(t)
 	h.ok("create", "web", "--image", "nginx:1.27")
 	h.clearActions()
 	before, _ := h.snapshot()
 	r := h.run("create", "web", "--image", "nginx:1.28")
-	checkExit(t, r, 1, "already exists")
+	checkExit(t, r, 2, "k8s-default|deployment|web is already recorded (state created)")
 	if r.stdout != "" {
 		t.Errorf("stdout %q, want nothing", r.stdout)
+	}
+	if acts := h.clusters[""].Actions(); len(acts) != 0 {
+		t.Errorf("API requests for a refused create: %s", h.describeActions())
 	}
 	after, _ := h.snapshot()
 	if diff := cmp.Diff(before, after); diff != "" {
 		t.Errorf("database changed (-before +after):\n%s", diff)
 	}
-	d, _ := h.deployment("", "default", "web")
-	if got := d.Spec.Template.Spec.Containers[0].Image; got != "nginx:1.27" {
-		t.Errorf("image %q: the existing deployment was changed", got)
+
+	// Made by someone else: the API refuses, nothing is recorded.
+	other := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "default"}}
+	if _, err := h.clusters[""].AppsV1().Deployments("default").Create(t.Context(), other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.clearActions()
+	r = h.run("create", "other", "--image", "nginx:1.28")
+	checkExit(t, r, 1, "already exists")
+	after, _ = h.snapshot()
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("database changed (-before +after):\n%s", diff)
+	}
+	d, _ := h.deployment("", "default", "other")
+	if got := len(d.Spec.Template.Spec.Containers); got != 0 {
+		t.Errorf("the existing deployment was changed: %d containers", got)
 	}
 	if !slices.ContainsFunc(h.clusters[""].Actions(), func(a k8stesting.Action) bool { return a.GetVerb() == "create" }) {
 		t.Errorf("no create request was made: %s", h.describeActions())

@@ -10,8 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
-	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
 
@@ -156,61 +154,10 @@ func (o *LifecycleOptions) Run(ctx context.Context) error {
 }
 
 func (o *LifecycleOptions) apply(ctx context.Context, st *store.Store, w store.Workload) (store.Workload, error) {
-	id, err := runtimeid.Parse(w.RuntimeID)
+	e, err := o.f.engine(ctx)
 	if err != nil {
 		return w, err
 	}
-	client, err := o.f.Client(id.Runtime)
-	if err != nil {
-		return w, err
-	}
-	rt := runtime.New(client, id.Runtime)
-	t := store.Transition{RuntimeID: w.RuntimeID, Type: o.verb.event}
-	switch o.verb.event {
-	case store.StartRequested, store.ResumeRequested:
-		sp := w.Spec
-		res, err := rt.Start(ctx, id, &sp)
-		if err != nil {
-			return w, err
-		}
-		t.UID = res.UID
-		t.Message = "scaled to 1"
-		if id.Kind == runtimeid.KindJob {
-			t.Message = "job exists"
-			if res.Recreated {
-				t.Message = "job created again from the recorded spec"
-			}
-		}
-	case store.StopRequested, store.PauseRequested:
-		if w.State == store.StateDeleted {
-			return w, fmt.Errorf("%s %s: it was deleted (create it again with 'kubectl gobrave create')", o.verb.name, id)
-		}
-		found, err := rt.Stop(ctx, id)
-		if err != nil {
-			return w, err
-		}
-		if !found {
-			if id.Kind == runtimeid.KindDeployment {
-				return w, fmt.Errorf("%s %s: the deployment no longer exists in the cluster (see 'kubectl gobrave recover --once' to record that)", o.verb.name, id)
-			}
-			t.Message = "job was already gone"
-		} else if id.Kind == runtimeid.KindDeployment {
-			t.Message = "scaled to 0"
-		} else {
-			t.Message = "job deleted (foreground)"
-		}
-	case store.DeleteRequested:
-		found, err := rt.Delete(ctx, id)
-		if err != nil {
-			return w, err
-		}
-		t.Message = "deleted"
-		if !found {
-			t.Message = "already gone from the cluster"
-		}
-	}
-	if _, _, err := st.Apply(ctx, t); err != nil {
-		return w, fmt.Errorf("record %s of %s: %w", o.verb.name, id, err)
-	}
-	return st.Get(ctx, w.RuntimeID)
+	res, err := e.Apply(ctx, w, o.verb.event)
+	return res.Workload, err
 }

@@ -2,6 +2,7 @@ package cmd_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,12 +42,15 @@ func TestLifecycleDeployment(t *testing.T) {
 		wantState    string
 		wantEvent    string
 	}{
-		{[]string{"stop", "web"}, "deployment.apps/web stopped (" + webID + ")\n", 0, "stopping", "StopRequested: scaled to 0"},
-		{[]string{"start", "web"}, "deployment.apps/web started (" + webID + ")\n", 1, "starting", "StartRequested: scaled to 1"},
-		{[]string{"pause", webID}, "deployment.apps/web paused (" + webID + ")\n", 0, "stopping", "PauseRequested: scaled to 0"},
-		{[]string{"resume", "deployment/web"}, "deployment.apps/web resumed (" + webID + ")\n", 1, "starting", "ResumeRequested: scaled to 1"},
+		// The fake cluster has no controllers: the status of a deployment
+		// scaled to 0 says no replicas at once, so the engine's read after
+		// the action confirms the exit; a start waits for a ready replica.
+		{[]string{"stop", "web"}, "deployment.apps/web stopped (" + webID + ")\n", 0, "exited", "StopRequested: scale to 0"},
+		{[]string{"start", "web"}, "deployment.apps/web started (" + webID + ")\n", 1, "starting", "StartRequested: scale to 1"},
+		{[]string{"pause", webID}, "deployment.apps/web paused (" + webID + ")\n", 0, "exited", "PauseRequested: scale to 0"},
+		{[]string{"resume", "deployment/web"}, "deployment.apps/web resumed (" + webID + ")\n", 1, "starting", "ResumeRequested: scale to 1"},
 	}
-	wantHistory := []string{"Created: deployment.apps/web created, service/web-svc"}
+	wantHistory := []string{"Created: create deployment.apps/web, service/web-svc"}
 	for _, s := range steps {
 		r := h.run(s.args...)
 		checkExit(t, r, 0, "")
@@ -60,6 +64,9 @@ func TestLifecycleDeployment(t *testing.T) {
 			t.Errorf("%v: state %q, want %q", s.args, got, s.wantState)
 		}
 		wantHistory = append(wantHistory, s.wantEvent)
+		if s.wantState == "exited" {
+			wantHistory = append(wantHistory, "ContainerExited: 0")
+		}
 	}
 	if diff := cmp.Diff(wantHistory, h.history(webID)); diff != "" {
 		t.Errorf("history (-want +got):\n%s", diff)
@@ -87,8 +94,9 @@ func TestLifecycleDeployment(t *testing.T) {
 	if got := h.state(webID); got != "deleted" {
 		t.Errorf("state %q, want deleted", got)
 	}
-	if got := h.history(webID); got[len(got)-1] != "DeleteRequested: deleted" {
-		t.Errorf("last event %q, want DeleteRequested: deleted", got[len(got)-1])
+	// The read after the delete finds it gone and records that at once.
+	if got := h.history(webID); !slices.Equal(got[len(got)-2:], []string{"DeleteRequested: delete", "ContainerDeleted: "}) {
+		t.Errorf("last events %q, want DeleteRequested: delete, ContainerDeleted", got[len(got)-2:])
 	}
 	// A deleted workload cannot be stopped.
 	r = h.run("stop", "web")
@@ -133,11 +141,14 @@ func TestLifecycleJob(t *testing.T) {
 		t.Errorf("args of the job created again (-want +got):\n%s", diff)
 	}
 	want := []string{
-		"Created: job.batch/task created",
-		"StartRequested: job exists",
-		"StopRequested: job deleted (foreground)",
-		"StopRequested: job was already gone",
-		"StartRequested: job created again from the recorded spec",
+		"Created: create job.batch/task",
+		"StartRequested: the job is running: leave it alone",
+		"StopRequested: delete the job (foreground)",
+		"ContainerDeleted: stopped",
+		// A second stop is a request of its own, confirmed at once.
+		"StopRequested: delete the job (foreground)",
+		"ContainerDeleted: stopped",
+		"StartRequested: create the job again from the recorded spec",
 	}
 	if diff := cmp.Diff(want, h.history(taskID)); diff != "" {
 		t.Errorf("history (-want +got):\n%s", diff)
@@ -160,12 +171,12 @@ func TestLifecycleSeveralIDs(t *testing.T) {
 		t.Errorf("stdout (-want +got):\n%s", diff)
 	}
 	for _, id := range []string{webID, taskID} {
-		if got := h.state(id); got != "stopping" {
-			t.Errorf("%s: state %q, want stopping", id, got)
+		if got := h.state(id); got != "exited" {
+			t.Errorf("%s: state %q, want exited (confirmed by the read after the stop)", id, got)
 		}
 	}
-	if got := len(h.history(webID)); got != 2 {
-		t.Errorf("web has %d events, want 2 (Created, one StopRequested)", got)
+	if got := slices.Index(h.history(webID), "StopRequested: scale to 0"); got != 1 || slices.Contains(h.history(webID)[2:], "StopRequested: scale to 0") {
+		t.Errorf("web history %q, want one StopRequested", h.history(webID))
 	}
 }
 
@@ -226,8 +237,8 @@ func TestLifecycleOneBadAmongGood(t *testing.T) {
 				t.Error("task was not stopped")
 			}
 			for _, id := range []string{webID, taskID} {
-				if got := h.state(id); got != "stopping" {
-					t.Errorf("%s: state %q, want stopping", id, got)
+				if got := h.state(id); got != "exited" {
+					t.Errorf("%s: state %q, want exited", id, got)
 				}
 			}
 		})

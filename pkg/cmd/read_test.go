@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/version"
 	fakediscovery "k8s.io/client-go/discovery/fake"
@@ -139,7 +140,8 @@ func TestInspect(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The image comes from the recorded spec when there is no pod.
-		if diff := cmp.Diff(InspectYAML{RuntimeID: taskID, State: "stopping", InCluster: false, Image: "busybox"}, got); diff != "" {
+		// The stop's read found the job gone: exited (stopped) at once.
+		if diff := cmp.Diff(InspectYAML{RuntimeID: taskID, State: "exited", InCluster: false, Image: "busybox"}, got); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
 	})
@@ -163,6 +165,16 @@ func seedPs(t *testing.T, h *harness) {
 	h.ok("create", "web", "--image", "nginx:1.27")
 	h.ok("create", "api", "--image", "nginx:1.27", "-n", "team-a")
 	h.ok("delete", "job/old", "-n", "team-a")
+	// A replica still running, as a controller would report until the
+	// scale-down is done: the stop stays stopping.
+	d, err := h.deployment("", "default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Status.Replicas = 1
+	if _, err := h.clusters[""].AppsV1().Deployments("default").UpdateStatus(t.Context(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	h.ok("stop", "web")
 }
 
@@ -231,7 +243,7 @@ func TestPs(t *testing.T) {
 		if diff := cmp.Diff([]string{"NAMESPACE", "default", "default", "team-a", "team-a"}, column(rows, 5)); diff != "" {
 			t.Errorf("namespaces (-want +got):\n%s", diff)
 		}
-		if diff := cmp.Diff([]string{"MESSAGE", "scaled to 0", "job.batch/task created", "deployment.apps/api created", "deleted"}, column(rows, 9)); diff != "" {
+		if diff := cmp.Diff([]string{"MESSAGE", "scale to 0", "job.batch/task created", "deployment.apps/api created", "<none>"}, column(rows, 9)); diff != "" {
 			t.Errorf("messages (-want +got):\n%s", diff)
 		}
 	})
@@ -309,7 +321,9 @@ func TestEvents(t *testing.T) {
 			}
 		}
 		evs := h.events("web")
-		want := []string{"Created: deployment.apps/web created, service/web-svc", "StopRequested: scaled to 0", "StartRequested: scaled to 1", "DeleteRequested: deleted"}
+		// Each request first, then what the engine's read confirmed at once.
+		want := []string{"Created: create deployment.apps/web, service/web-svc", "StopRequested: scale to 0", "ContainerExited: 0",
+			"StartRequested: scale to 1", "DeleteRequested: delete", "ContainerDeleted: "}
 		if diff := cmp.Diff(want, h.history(webID)); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
@@ -325,7 +339,8 @@ func TestEvents(t *testing.T) {
 		for _, e := range h.events(webID, "job/task") {
 			got = append(got, e.RuntimeID+" "+e.Type)
 		}
-		want := []string{webID + " Created", taskID + " Created", webID + " StopRequested", taskID + " StopRequested", webID + " StartRequested", webID + " DeleteRequested"}
+		want := []string{webID + " Created", taskID + " Created", webID + " StopRequested", webID + " ContainerExited",
+			taskID + " StopRequested", taskID + " ContainerDeleted", webID + " StartRequested", webID + " DeleteRequested", webID + " ContainerDeleted"}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
@@ -338,7 +353,7 @@ func TestEvents(t *testing.T) {
 		if diff := cmp.Diff([]string{"TIME", "RUNTIME ID", "TYPE", "UID", "MESSAGE"}, rows[0]); diff != "" {
 			t.Errorf("header (-want +got):\n%s", diff)
 		}
-		if diff := cmp.Diff([]string{"TYPE", "Created", "StopRequested"}, column(rows, 2)); diff != "" {
+		if diff := cmp.Diff([]string{"TYPE", "Created", "StopRequested", "ContainerDeleted"}, column(rows, 2)); diff != "" {
 			t.Errorf("types (-want +got):\n%s", diff)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
@@ -191,10 +192,10 @@ func age(t time.Time, now time.Time) string {
 
 // ref is kubectl's resource/name of a workload, e.g. deployment.apps/web.
 func ref(kind, name string) string {
-	if kind == runtimeid.KindJob {
-		return "job.batch/" + name
+	if k, err := runtime.KindOf(kind); err == nil {
+		return k.Resource() + "/" + name
 	}
-	return "deployment.apps/" + name
+	return kind + "/" + name
 }
 
 // notFoundError reads as its message and matches store.ErrNotFound.

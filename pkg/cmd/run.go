@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
@@ -63,24 +62,21 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	client, err := o.f.Client(id.Runtime)
-	if err != nil {
-		return err
-	}
 	st, err := o.f.Store(ctx)
 	if err != nil {
 		return err
 	}
-	res, err := runtime.New(client, id.Runtime).Start(ctx, id, &w.Spec)
+	e, err := o.f.engine(ctx)
 	if err != nil {
 		return err
 	}
-	if _, _, err := st.Apply(ctx, store.Transition{RuntimeID: w.RuntimeID, Type: store.StartRequested, UID: res.UID, Message: "run"}); err != nil {
-		return fmt.Errorf("record start of %s: %w", id, err)
+	res, err := e.Apply(ctx, w, store.StartRequested)
+	if err != nil {
+		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	cur, _ := st.Get(ctx, w.RuntimeID)
+	cur := res.Workload
 	cond := ConditionStarted
 	if id.Kind == runtimeid.KindJob && !o.Detach {
 		cond = ConditionExited

@@ -42,7 +42,7 @@ func (c Condition) check(w store.Workload) (ok, impossible bool) {
 		switch {
 		case w.State == store.StateRunning:
 			return true, false
-		case w.State == store.StateExited && w.Kind == runtimeid.KindJob && !strings.Contains(w.Message, "stopped"):
+		case w.State == store.StateExited && w.Kind == runtimeid.KindJob && !w.Stopped():
 			// A job that exited 0 has started and finished.
 			return true, false
 		case w.State.Terminal():

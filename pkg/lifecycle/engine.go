@@ -1,0 +1,310 @@
+// Package lifecycle applies gobrave's verbs to runtime IDs so that the state
+// database is always the truth: the intent is recorded first, as a requested
+// event that raises the record's epoch; then the cluster is changed through
+// the workload's kind; a failed action records a compensating RequestFailed
+// that puts the state back; and a read of the object confirms at once what
+// needs no waiting (a stop of a stopped workload, a start of a running one).
+//
+// A crash between any two steps leaves a record that is at worst in a
+// transitional state (created, starting, stopping) with its lease free, so
+// the next monitor or `recover` observes the object and records what is true.
+// The package knows no cobra and no flags.
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
+	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
+	"github.com/gobrave/kubectl-gobrave/pkg/spec"
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
+)
+
+// LeaseTTL is how long the engine's lease on an ID lives while it acts, so
+// that no monitor judges an object it is about to create as missing.
+const LeaseTTL = 15 * time.Second
+
+// Engine applies verbs to records.
+type Engine struct {
+	Store *store.Store
+	// Client returns the clientset of the cluster of a runtime name.
+	Client func(runtime string) (kubernetes.Interface, error)
+	// Owner identifies this process in the leases.
+	Owner store.Owner
+	// Now returns the current time (tests replace it); nil is time.Now.
+	Now func() time.Time
+}
+
+// ErrDeleted is returned when a verb cannot apply to a deleted record.
+var ErrDeleted = errors.New("it was deleted")
+
+// Result is what Apply did.
+type Result struct {
+	// Workload is the record afterwards.
+	Workload store.Workload
+	// Gone is true when the object was not in the cluster.
+	Gone bool
+}
+
+// Apply applies verb (StartRequested, ResumeRequested, StopRequested,
+// PauseRequested or DeleteRequested) to the record w.
+func (e *Engine) Apply(ctx context.Context, w store.Workload, verb store.EventType) (Result, error) {
+	id, err := runtimeid.Parse(w.RuntimeID)
+	if err != nil {
+		return Result{Workload: w}, err
+	}
+	k, err := runtime.KindOf(id.Kind)
+	if err != nil {
+		return Result{Workload: w}, err
+	}
+	client, err := e.Client(id.Runtime)
+	if err != nil {
+		return Result{Workload: w}, err
+	}
+	name := verbName(verb)
+
+	// Read-only checks and plans: nothing recorded, nothing changed.
+	t := store.Transition{RuntimeID: w.RuntimeID, Type: verb}
+	var plan runtime.StartPlan
+	switch verb {
+	case store.StartRequested, store.ResumeRequested:
+		if plan, err = k.PlanStart(ctx, client, id); err != nil {
+			return Result{Workload: w}, err
+		}
+		t.Message, t.Retire = plan.Message, plan.Replace
+		if !plan.Replace {
+			t.UID = plan.UID
+		}
+	case store.StopRequested, store.PauseRequested:
+		if w.State == store.StateDeleted {
+			return Result{Workload: w}, fmt.Errorf("%s %s: %w (create it again with 'kubectl gobrave create')", name, id, ErrDeleted)
+		}
+		t.Expect = k.StopExpect()
+		t.Message = k.StopAction()
+	case store.DeleteRequested:
+		t.Message = "delete"
+	default:
+		return Result{Workload: w}, fmt.Errorf("%s %s: not a lifecycle verb", verb, id)
+	}
+
+	// 1. The intent, with a new epoch.
+	release := e.lease(ctx, w.RuntimeID)
+	defer release()
+	intent, err := e.record(ctx, t)
+	if err != nil {
+		return Result{Workload: w}, fmt.Errorf("record %s of %s: %w", name, id, err)
+	}
+	epoch := intent.Epoch
+
+	// 2. The action. An interrupt from here on still records the outcome.
+	var (
+		found = true
+		uid   string
+	)
+	switch verb {
+	case store.StartRequested, store.ResumeRequested:
+		var sp *spec.ContainerSpec
+		if w.Spec.Image != "" {
+			s := w.Spec
+			sp = &s
+		}
+		var res runtime.StartResult
+		res, err = k.Start(ctx, client, id, plan, sp)
+		uid = res.UID
+	case store.StopRequested, store.PauseRequested:
+		found, err = k.Stop(ctx, client, id)
+	case store.DeleteRequested:
+		found, err = k.Delete(ctx, client, id)
+	}
+	dbCtx := context.WithoutCancel(ctx)
+	if err != nil {
+		// 3a. Compensate: the request did not happen.
+		ft := store.Transition{RuntimeID: w.RuntimeID, Type: store.RequestFailed, Epoch: epoch, Restore: w.State, Message: err.Error()}
+		if t.Retire {
+			ft.UID = w.UID
+		}
+		if _, rerr := e.record(dbCtx, ft); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("record the failure of %s of %s: %w", name, id, rerr))
+		}
+		cur, _ := e.Store.Get(dbCtx, w.RuntimeID)
+		return Result{Workload: cur}, err
+	}
+	if uid != "" && (t.Retire || intent.UID == "") {
+		if _, err := e.Store.SetObjectUID(dbCtx, w.RuntimeID, epoch, uid, ""); err != nil {
+			return Result{Workload: intent}, err
+		}
+	}
+
+	// 3b. Confirm what a read can tell at once.
+	e.confirm(dbCtx, client, k, id, epoch)
+	cur, err := e.Store.Get(dbCtx, w.RuntimeID)
+	if err != nil {
+		return Result{Workload: intent}, err
+	}
+	if !found {
+		// A kind whose stop is not a deletion cannot stop what is gone.
+		if verb != store.DeleteRequested && k.StopExpect() != store.ContainerDeleted {
+			return Result{Workload: cur, Gone: true}, fmt.Errorf("%s %s: the deployment no longer exists in the cluster (recorded as %s; create it again with 'kubectl gobrave create')", name, id, cur.State)
+		}
+	}
+	return Result{Workload: cur, Gone: !found}, nil
+}
+
+// confirm reads the object once and records what its status says under the
+// request's epoch: a stop of a stopped deployment is exited at once, a start
+// of a running one running. Errors are left to the monitors.
+func (e *Engine) confirm(ctx context.Context, c kubernetes.Interface, k runtime.Kind, id runtimeid.ID, epoch int) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	obj, err := k.Get(ctx, c, id.Namespace, id.Name)
+	var o runtime.Observation
+	switch {
+	case apierrors.IsNotFound(err):
+		cur, gerr := e.Store.Get(ctx, id.String())
+		if gerr != nil || cur.UID == "" {
+			return // a new object is expected: no verdict on its absence
+		}
+		o = runtime.Deleted("")
+		o.UID = cur.UID
+	case err != nil:
+		return
+	default:
+		var ok bool
+		if o, ok = k.Observe(obj); !ok {
+			if cur, gerr := e.Store.Get(ctx, id.String()); gerr == nil && cur.UID == "" && cur.Epoch == epoch {
+				// The object a request made: remember it, as a monitor would.
+				_, _ = e.Store.SetObjectUID(ctx, id.String(), epoch, string(obj.GetUID()), "")
+			}
+			return
+		}
+	}
+	_, _, _ = e.Store.Apply(ctx, store.Transition{RuntimeID: id.String(), Type: o.Type, Message: o.Message, UID: o.UID, Epoch: epoch})
+}
+
+// record applies one transition and returns the record after it.
+func (e *Engine) record(ctx context.Context, t store.Transition) (store.Workload, error) {
+	as, err := e.Store.ApplyBatch(ctx, []store.Transition{t})
+	if err != nil {
+		return store.Workload{}, err
+	}
+	return as[0].Workload, nil
+}
+
+// lease takes the ID's lease while the engine acts, when it is free, so that
+// a monitor of another process follows the ID instead of judging an object
+// that is being made. A lease held by a live monitor is left to it: its
+// observations are about real objects, and the store's epochs and retired
+// UIDs sort them out.
+func (e *Engine) lease(ctx context.Context, id string) (release func()) {
+	if e.Owner.ID == "" {
+		return func() {}
+	}
+	got, err := e.Store.AcquireLeases(ctx, e.Owner, []string{id}, LeaseTTL)
+	if err != nil || len(got) == 0 {
+		return func() {}
+	}
+	return func() {
+		_ = e.Store.ReleaseLeases(context.WithoutCancel(ctx), e.Owner, id)
+	}
+}
+
+// Create records the intent to create s in namespace of runtime rt, then
+// creates its objects. A failed create leaves neither objects nor a record:
+// a new ID is forgotten, a known one (deleted before) is put back as it was
+// with a RequestFailed event. Invalid specs are errors before anything is
+// recorded.
+func (e *Engine) Create(ctx context.Context, rt string, namespace string, s spec.ContainerSpec) (store.Workload, runtime.Created, error) {
+	client, err := e.Client(rt)
+	if err != nil {
+		return store.Workload{}, runtime.Created{}, err
+	}
+	r := runtime.New(client, rt)
+	id, k, err := r.Prepare(&s, namespace)
+	if err != nil {
+		return store.Workload{}, runtime.Created{}, err
+	}
+	objs, err := runtime.Build(s, namespace)
+	if err != nil {
+		return store.Workload{}, runtime.Created{}, err
+	}
+	s.RuntimeNamespace = namespace
+	old, err := e.Store.Get(ctx, id.String())
+	known := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return store.Workload{}, runtime.Created{}, err
+	}
+	if known && !old.State.Terminal() {
+		return store.Workload{}, runtime.Created{}, fmt.Errorf("%w: %s is already recorded (state %s): choose another name, or remove it first with 'kubectl gobrave delete %s'",
+			spec.ErrInvalid, id, old.State, id.Kind+"/"+id.Name)
+	}
+
+	what, svc := k.Resource()+"/"+id.Name, ""
+	if objs.Service != nil {
+		svc = ", service/" + objs.Service.Name
+	}
+	msg := "create " + what + svc
+	now := e.now()
+	w := store.Workload{
+		RuntimeID: id.String(), Runtime: rt, Namespace: namespace, Kind: id.Kind, Name: s.Name,
+		Spec: s, State: store.StateCreated, CreatedAt: now, UpdatedAt: now,
+	}
+	release := e.lease(ctx, w.RuntimeID)
+	defer release()
+	if err := e.Store.Put(ctx, w, store.Transition{RuntimeID: w.RuntimeID, Type: store.Created, Message: msg, Time: now}); err != nil {
+		return store.Workload{}, runtime.Created{}, fmt.Errorf("record %s: %w", w.RuntimeID, err)
+	}
+	intent, err := e.Store.Get(ctx, w.RuntimeID)
+	if err != nil {
+		return store.Workload{}, runtime.Created{}, err
+	}
+
+	created, err := k.Create(ctx, client, namespace, objs)
+	dbCtx := context.WithoutCancel(ctx)
+	if err != nil {
+		var cerr error
+		if known {
+			cerr = e.Store.Restore(dbCtx, old, intent.Epoch, "create failed: "+err.Error())
+		} else {
+			cerr = e.Store.Forget(dbCtx, w.RuntimeID, intent.Epoch)
+		}
+		if cerr != nil && !errors.Is(cerr, store.ErrSuperseded) {
+			err = errors.Join(err, fmt.Errorf("undo the record of %s: %w", w.RuntimeID, cerr))
+		}
+		return store.Workload{}, runtime.Created{}, err
+	}
+	created.ID = id
+	if _, err := e.Store.SetObjectUID(dbCtx, w.RuntimeID, intent.Epoch, created.UID, what+" created"+svc); err != nil {
+		return store.Workload{}, created, err
+	}
+	cur, err := e.Store.Get(dbCtx, w.RuntimeID)
+	return cur, created, err
+}
+
+func (e *Engine) now() time.Time {
+	if e.Now != nil {
+		return e.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func verbName(t store.EventType) string {
+	switch t {
+	case store.StartRequested:
+		return "start"
+	case store.ResumeRequested:
+		return "resume"
+	case store.StopRequested:
+		return "stop"
+	case store.PauseRequested:
+		return "pause"
+	case store.DeleteRequested:
+		return "delete"
+	}
+	return string(t)
+}
