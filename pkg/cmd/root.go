@@ -103,7 +103,7 @@ across restarts, and 'recover' reattaches monitors after a restart.
 
 Exit codes: 0 success; 1 an API or runtime error (or a wait that timed out);
 2 invalid input or usage, found before any API call, with nothing changed;
-130 interrupted (Ctrl-C or SIGTERM).`,
+130 interrupted (Ctrl-C or SIGTERM; a second one exits without waiting).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations: map[string]string{
