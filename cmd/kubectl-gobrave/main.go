@@ -4,6 +4,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,16 +15,37 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx := signalContext(os.Stderr, os.Exit)
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	f := cmd.NewFactory()
 	err := cmd.NewCmdRoot(f, streams).ExecuteContext(ctx)
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
-	stop()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "error: %s\n", cmd.FormatError(err))
 	}
 	os.Exit(cmd.ExitCode(err))
+}
+
+// signalContext returns the context of the command: the first SIGINT or
+// SIGTERM cancels it, and the command shuts down, recording what its
+// monitors saw (writes retried while the database is busy, leases released),
+// which can take seconds. A second signal calls exit at once.
+func signalContext(stderr io.Writer, exit func(int)) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go onSignals(sigs, cancel, stderr, exit)
+	return ctx
+}
+
+// onSignals cancels on the first signal from sigs and exits with
+// cmd.ExitInterrupted on the second.
+func onSignals(sigs <-chan os.Signal, cancel context.CancelFunc, stderr io.Writer, exit func(int)) {
+	<-sigs
+	cancel()
+	<-sigs
+	fmt.Fprintln(stderr, "error: interrupted twice, exiting without waiting for the monitors to record what they saw (run 'kubectl gobrave recover --once' to catch up)")
+	exit(cmd.ExitInterrupted)
 }

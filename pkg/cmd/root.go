@@ -3,6 +3,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,6 +23,9 @@ const (
 	ExitOK      = 0
 	ExitError   = 1 // an API or runtime error, a wait that timed out
 	ExitInvalid = 2 // invalid input or usage, detected before any API call
+	// ExitInterrupted is a command ended by Ctrl-C (SIGINT) or SIGTERM: 128+2,
+	// what shells report for a process that SIGINT ended.
+	ExitInterrupted = 130
 )
 
 // ErrUsage marks invalid input or usage found by the CLI itself.
@@ -41,6 +45,18 @@ type ExitCodeError struct {
 func (e *ExitCodeError) Error() string { return e.Err.Error() }
 func (e *ExitCodeError) Unwrap() error { return e.Err }
 
+// interruptedError is a command that main's signal context ended. Its
+// message says what was interrupted; it wraps context.Canceled, whose text
+// it leaves out, and maps to ExitInterrupted.
+type interruptedError struct{ msg string }
+
+func (e *interruptedError) Error() string { return e.msg }
+func (e *interruptedError) Unwrap() error { return context.Canceled }
+
+func interruptedf(format string, a ...any) error {
+	return &interruptedError{msg: fmt.Sprintf(format, a...)}
+}
+
 // ExitCode maps an error returned by a command to the process exit code.
 func ExitCode(err error) int {
 	var ec *ExitCodeError
@@ -49,6 +65,10 @@ func ExitCode(err error) int {
 		return ExitOK
 	case errors.As(err, &ec):
 		return ec.Code
+	case errors.Is(err, context.Canceled):
+		// Only main's signal context is cancelled from outside; the
+		// cancellations of monitors and waits inside are never returned.
+		return ExitInterrupted
 	case errors.Is(err, ErrUsage), errors.Is(err, runtimeid.ErrInvalid),
 		errors.Is(err, spec.ErrInvalid), errors.Is(err, config.ErrInvalid):
 		return ExitInvalid
@@ -82,7 +102,8 @@ last states and event histories live in a local SQLite database, so the tool rem
 across restarts, and 'recover' reattaches monitors after a restart.
 
 Exit codes: 0 success; 1 an API or runtime error (or a wait that timed out);
-2 invalid input or usage, found before any API call, with nothing changed.`,
+2 invalid input or usage, found before any API call, with nothing changed;
+130 interrupted (Ctrl-C or SIGTERM; a second one exits without waiting).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations: map[string]string{

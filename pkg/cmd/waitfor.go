@@ -286,8 +286,9 @@ func (f *Factory) runMonitorsDiscovering(ctx context.Context, st *store.Store, o
 }
 
 // waitFor blocks until every workload meets cond, one of them cannot any
-// more, or ctx ends (the overall timeout). Monitors record what they see in
-// the database; the wait reads the database.
+// more, or ctx ends: its deadline (the overall timeout, exit code 1) or an
+// interrupt (exit code 130). Monitors record what they see in the database;
+// the wait reads the database.
 func (f *Factory) waitFor(ctx context.Context, st *store.Store, ws []store.Workload, cond Condition, timeout time.Duration, progress io.Writer) error {
 	// progress gets a status line when it is a terminal.
 	pending := map[string]store.Workload{}
@@ -360,7 +361,11 @@ func (f *Factory) waitFor(ctx context.Context, st *store.Store, ws []store.Workl
 				ids = append(ids, fmt.Sprintf("%s (%s)", id, cur.State))
 			}
 			sort.Strings(ids)
-			return fmt.Errorf("timed out after %s waiting for %s: %s", timeout, cond, strings.Join(ids, ", "))
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("timed out after %s waiting for %s: %s", timeout, cond, strings.Join(ids, ", "))
+			}
+			// Main's signal context: Ctrl-C or SIGTERM.
+			return interruptedf("interrupted while waiting for %s: %s", cond, strings.Join(ids, ", "))
 		}
 		return err
 	}
@@ -369,7 +374,8 @@ func (f *Factory) waitFor(ctx context.Context, st *store.Store, ws []store.Workl
 
 // waitGone polls until each workload object is gone from the cluster (or
 // replaced by an object with another UID) and records ContainerDeleted.
-// delete --wait uses it: the record is already in state deleted.
+// delete --wait uses it: the record is already in state deleted. Like
+// waitFor it tells a timeout from an interrupt.
 func (f *Factory) waitGone(ctx context.Context, st *store.Store, ws []store.Workload, timeout time.Duration) error {
 	left := append([]store.Workload(nil), ws...)
 	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
@@ -403,7 +409,10 @@ func (f *Factory) waitGone(ctx context.Context, st *store.Store, ws []store.Work
 		for i, w := range left {
 			ids[i] = w.RuntimeID
 		}
-		return fmt.Errorf("timed out after %s waiting for deletion: %s still exist", timeout, strings.Join(ids, ", "))
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("timed out after %s waiting for deletion: %s still exist", timeout, strings.Join(ids, ", "))
+		}
+		return interruptedf("interrupted while waiting for deletion: %s still exist", strings.Join(ids, ", "))
 	}
 	return err
 }
