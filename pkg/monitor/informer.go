@@ -31,10 +31,7 @@ type syncResult struct {
 // starting it (and its factory) the first time. Its initial sync is awaited
 // in the background and reported on m.syncCh. Called by the control loop only.
 func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*informer, error) {
-	fns := namespace
-	if m.clusterWide {
-		fns = ""
-	}
+	fns := m.scope(namespace, kind)
 	ik := fns + "|" + kind
 	if inf := m.informers[ik]; inf != nil {
 		return inf, nil
@@ -100,6 +97,21 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 		}
 	}()
 	return inf, nil
+}
+
+// scope is the namespace of the informer serving kind in namespace: "" when
+// it is cluster-wide.
+func (m *Monitor) scope(namespace, kind string) string {
+	if m.clusterWide {
+		return ""
+	}
+	return namespace
+}
+
+// informerKey is the key in m.informers of the informer serving kind in
+// namespace.
+func (m *Monitor) informerKey(namespace, kind string) string {
+	return m.scope(namespace, kind) + "|" + kind
 }
 
 // waitSynced waits for the informer's cache, at most Options.SyncTimeout.

@@ -36,7 +36,14 @@ import (
 
 func newStore(t *testing.T) *store.Store {
 	t.Helper()
-	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"))
+	return openStore(t, filepath.Join(t.TempDir(), "state.db"))
+}
+
+// openStore opens the database at path; two handles on one path are two
+// processes sharing it.
+func openStore(t *testing.T, path string) *store.Store {
+	t.Helper()
+	st, err := store.Open(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -959,6 +966,105 @@ func TestLeaseTakeover(t *testing.T) {
 	}
 	if diff := cmp.Diff(Summary{Reattached: 1, Changed: 1, Terminal: 1}, r.sum); diff != "" {
 		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+}
+
+// TestRequestRechecksHeldID: a request another process records for an ID
+// this Monitor holds may change nothing in the cluster (a start of a
+// deployment already running, of a job still running): no watch event
+// comes, yet the holder records the observation again under the record's
+// new epoch, from its cache, within a poll and without a GET.
+func TestRequestRechecksHeldID(t *testing.T) {
+	ready := appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+	tests := []struct {
+		name    string
+		id      runtimeid.ID
+		obj     runtime.Object
+		request store.EventType
+	}{
+		{name: "start of a running deployment", id: deployID("ns", "web"), obj: deployment("ns", "web", "u1", 1, ready), request: store.StartRequested},
+		{name: "resume of a running deployment", id: deployID("ns", "web"), obj: deployment("ns", "web", "u1", 1, ready), request: store.ResumeRequested},
+		{name: "start of a running job", id: jobID("ns", "task"), obj: job("ns", "task", "u1", batchv1.JobStatus{Active: 1}), request: store.StartRequested},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state.db")
+			st, other := openStore(t, path), openStore(t, path)
+			record(t, st, tt.id, "u1", store.StateStarting)
+			client := fake.NewClientset(tt.obj)
+			var got collector
+			m := New(client, st, Options{Owner: owner("a"), Follow: true, OnEvent: got.on})
+			m.pollEvery = 10 * time.Millisecond
+			m.Add(tt.id)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			done := start(ctx, m)
+			eventually(t, "running", func() bool { return state(t, st, tt.id) == store.StateRunning })
+
+			if _, _, err := other.Apply(t.Context(), store.Transition{RuntimeID: tt.id.String(), Type: tt.request, Message: "no-op"}); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"Created  u1", "ContainerStarted  u1", string(tt.request) + " no-op u1", "ContainerStarted  u1"}
+			eventually(t, "ContainerStarted recorded again", func() bool { return len(history(t, st, tt.id)) == len(want) })
+			cancel()
+			r := await(t, done)
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if diff := cmp.Diff(want, history(t, st, tt.id)); diff != "" {
+				t.Errorf("history (-want +got):\n%s", diff)
+			}
+			if s := state(t, st, tt.id); s != store.StateRunning {
+				t.Errorf("state = %s, want running", s)
+			}
+			started := tt.id.String() + " ContainerStarted"
+			if diff := cmp.Diff([]string{started, started}, got.list()); diff != "" {
+				t.Errorf("OnEvent (-want +got):\n%s", diff)
+			}
+			resource := tt.id.Kind + "s"
+			if diff := cmp.Diff(map[string]int{"list " + resource: 1, "watch " + resource: 1}, count(client)); diff != "" {
+				t.Errorf("API requests (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDeleteRequestedOfHeldID: a delete recorded by another process makes
+// the record terminal, and the holder still records the object's end when
+// it sees it go, as before polling requests.
+func TestDeleteRequestedOfHeldID(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	st, other := openStore(t, path), openStore(t, path)
+	id := deployID("ns", "web")
+	record(t, st, id, "u1", store.StateStarting)
+	client := fake.NewClientset(deployment("ns", "web", "u1", 1, appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1}))
+	isWatched := watched(client)
+	m := New(client, st, Options{Owner: owner("a")})
+	m.pollEvery = time.Millisecond
+	m.Add(id)
+	done := start(t.Context(), m)
+	eventually(t, "the deployment watch", func() bool { return isWatched("deployments") })
+	eventually(t, "running", func() bool { return state(t, st, id) == store.StateRunning })
+
+	if _, _, err := other.Apply(t.Context(), store.Transition{RuntimeID: id.String(), Type: store.DeleteRequested, Message: "deleted"}); err != nil {
+		t.Fatal(err)
+	}
+	// The poll has read the request.
+	eventually(t, "the request polled", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.states[id.String()] == store.StateDeleted
+	})
+	if err := client.AppsV1().Deployments("ns").Delete(t.Context(), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, done)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	want := []string{"Created  u1", "ContainerStarted  u1", "DeleteRequested deleted u1", "ContainerDeleted  u1"}
+	if diff := cmp.Diff(want, history(t, st, id)); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
 	}
 }
 
