@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"time"
@@ -57,7 +58,8 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 	default:
 		return nil, fmt.Errorf("monitor: unknown workload kind %q", kind)
 	}
-	inf := &informer{namespace: fns, kind: kind, inf: si}
+	infCtx, stop := context.WithCancel(ctx)
+	inf := &informer{namespace: fns, kind: kind, inf: si, stop: stop}
 
 	// A list or watch refused by RBAC is retried forever by the reflector;
 	// report it instead so that Run fails fast.
@@ -85,7 +87,9 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 		return nil, fmt.Errorf("monitor: set up the %s informer: %w", kind, err)
 	}
 	m.informers[ik] = inf
-	f.Start(ctx.Done())
+	// Started alone (the factory starts only the informers not started
+	// yet), with its own stop: narrow stops a cluster-wide one.
+	f.Start(infCtx.Done())
 
 	m.bg.Add(1)
 	go func() {
@@ -102,7 +106,7 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 // scope is the namespace of the informer serving kind in namespace: "" when
 // it is cluster-wide.
 func (m *Monitor) scope(namespace, kind string) string {
-	if m.clusterWide {
+	if m.clusterWide && !m.narrowed[kind] {
 		return ""
 	}
 	return namespace
@@ -112,6 +116,32 @@ func (m *Monitor) scope(namespace, kind string) string {
 // namespace.
 func (m *Monitor) informerKey(namespace, kind string) string {
 	return m.scope(namespace, kind) + "|" + kind
+}
+
+// narrow replaces a cluster-wide informer whose list or watch RBAC refused
+// (a user whose roles are bound per namespace) with one informer per
+// namespace of the subscriptions of its kind, now and for the IDs added
+// later. None of them was checked yet: each is when its namespace's informer
+// has synced. A namespace refused as well fails Run with its own error.
+// Called by the control loop only.
+func (m *Monitor) narrow(ctx context.Context, inf *informer) error {
+	inf.stop()
+	delete(m.informers, "|"+inf.kind)
+	m.narrowed[inf.kind] = true
+	m.mu.Lock()
+	nss := map[string]bool{}
+	for _, s := range m.subs {
+		if s.id.Kind == inf.kind {
+			nss[s.id.Namespace] = true
+		}
+	}
+	m.mu.Unlock()
+	for _, ns := range slices.Sorted(maps.Keys(nss)) {
+		if _, err := m.informerFor(ctx, ns, inf.kind); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitSynced waits for the informer's cache, at most Options.SyncTimeout.

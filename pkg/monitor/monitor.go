@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -120,6 +121,7 @@ type Monitor struct {
 	// Owned by Run's goroutine.
 	clusterWide bool
 	scoped      bool                                       // clusterWide was decided
+	narrowed    map[string]bool                            // kinds whose cluster-wide informer RBAC refused
 	factories   map[string]informers.SharedInformerFactory // by namespace, "" cluster-wide
 	informers   map[string]*informer                       // by factory namespace|kind
 	syncCh      chan syncResult
@@ -176,6 +178,7 @@ func New(client kubernetes.Interface, st *store.Store, opts Options) *Monitor {
 		qwake:      make(chan struct{}, 1),
 		factories:  map[string]informers.SharedInformerFactory{},
 		informers:  map[string]*informer{},
+		narrowed:   map[string]bool{},
 		syncCh:     make(chan syncResult),
 		sem:        make(chan struct{}, maxConfirm),
 	}
@@ -283,6 +286,12 @@ func (m *Monitor) control(ctx context.Context, heartbeat <-chan time.Time, write
 			}
 			m.recheckRequested(ctx)
 		case r := <-m.syncCh:
+			if r.err != nil && r.inf.namespace == "" && apierrors.IsForbidden(r.err) {
+				if err := m.narrow(ctx, r.inf); err != nil {
+					return false, err
+				}
+				continue
+			}
 			if r.err != nil {
 				return false, r.err
 			}
@@ -619,7 +628,8 @@ type informer struct {
 	namespace string // "" for all namespaces
 	kind      string
 	inf       cache.SharedIndexInformer
-	synced    bool // set by the control loop
+	stop      context.CancelFunc // stops this informer alone
+	synced    bool               // set by the control loop
 
 	errMu   sync.Mutex
 	lastErr error // the last list/watch error, for the sync timeout message

@@ -799,6 +799,130 @@ func TestInformerCannotSync(t *testing.T) {
 	})
 }
 
+// TestClusterWideForbidden: with roles bound per namespace, the list of a
+// cluster-wide informer (IDs in more than ClusterWide namespaces) is
+// refused; the monitor falls back to one informer per namespace for that
+// kind and records what they see. A namespace refused as well fails the run
+// with the error naming it.
+func TestClusterWideForbidden(t *testing.T) {
+	const namespaces = 12 // more than DefaultClusterWide
+	tests := []struct {
+		name    string
+		denied  map[string][]string // resource -> namespaces whose list is refused
+		wantErr []string
+		// the namespaces each resource is listed in (once each), "" being all
+		wantLists map[string][]string
+	}{
+		{
+			name:      "both kinds refused cluster-wide",
+			denied:    map[string][]string{"jobs": {""}, "deployments": {""}},
+			wantLists: map[string][]string{"jobs": nsList(namespaces), "deployments": nsList(namespaces)},
+		},
+		{
+			name:      "only deployments refused cluster-wide",
+			denied:    map[string][]string{"deployments": {""}},
+			wantLists: map[string][]string{"jobs": nil, "deployments": nsList(namespaces)},
+		},
+		{
+			name:    "a namespace refused too",
+			denied:  map[string][]string{"jobs": {"", "ns-05"}, "deployments": {""}},
+			wantErr: []string{"forbidden", `namespace "ns-05"`, "kubectl auth can-i list jobs -n ns-05"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := newStore(t)
+			var objs []runtime.Object
+			var ids []runtimeid.ID
+			for i := range namespaces {
+				ns := fmt.Sprintf("ns-%02d", i)
+				task, web := jobID(ns, "task"), deployID(ns, "web")
+				record(t, st, task, "j"+ns, store.StateRunning)
+				record(t, st, web, "d"+ns, store.StateStopping)
+				ids = append(ids, task, web)
+				objs = append(objs, job(ns, "task", "j"+ns, complete), deployment(ns, "web", "d"+ns, 0, appsv1.DeploymentStatus{}))
+			}
+			client := fake.NewClientset(objs...)
+			client.PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				res := a.GetResource()
+				if !slices.Contains(tt.denied[res.Resource], a.GetNamespace()) {
+					return false, nil, nil
+				}
+				where := "at the cluster scope"
+				if a.GetNamespace() != "" {
+					where = fmt.Sprintf("in the namespace %q", a.GetNamespace())
+				}
+				return true, nil, apierrors.NewForbidden(res.GroupResource(), "",
+					fmt.Errorf(`User "dev" cannot list resource %q in API group %q %s`, res.Resource, res.Group, where))
+			})
+			m := New(client, st, Options{Owner: owner("a"), SyncTimeout: time.Minute})
+			r := await(t, start(t.Context(), m.with(ids...)))
+
+			if tt.wantErr != nil {
+				if r.err == nil {
+					t.Fatal("Run succeeded, want a forbidden error")
+				}
+				for _, want := range tt.wantErr {
+					if !strings.Contains(r.err.Error(), want) {
+						t.Errorf("error %q does not contain %q", r.err, want)
+					}
+				}
+				if !apierrors.IsForbidden(r.err) {
+					t.Errorf("error %v does not wrap the Forbidden status", r.err)
+				}
+				return
+			}
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			n := len(ids)
+			if diff := cmp.Diff(Summary{Reattached: n, Changed: n, Terminal: n}, r.sum); diff != "" {
+				t.Errorf("summary (-want +got):\n%s", diff)
+			}
+			for _, id := range ids {
+				if s := state(t, st, id); s != store.StateExited {
+					t.Errorf("%s: state %s, want exited", id, s)
+				}
+			}
+			// Each resource is listed cluster-wide (refused or not), then
+			// once in each namespace when it was refused; never a GET.
+			lists := map[string][]string{}
+			for _, a := range client.Actions() {
+				switch {
+				case a.GetVerb() == "get":
+					t.Errorf("GET %s %s/%s", a.GetResource().Resource, a.GetNamespace(), a.(k8stesting.GetAction).GetName())
+				case a.GetVerb() == "list" && a.GetNamespace() != "":
+					lists[a.GetResource().Resource] = append(lists[a.GetResource().Resource], a.GetNamespace())
+				case a.GetVerb() == "list":
+					lists[a.GetResource().Resource+" cluster-wide"] = nil
+				}
+			}
+			want := map[string][]string{}
+			for res, nss := range tt.wantLists {
+				want[res+" cluster-wide"] = nil
+				if nss != nil {
+					want[res] = nss
+				}
+			}
+			for _, nss := range lists {
+				slices.Sort(nss)
+			}
+			if diff := cmp.Diff(want, lists); diff != "" {
+				t.Errorf("lists (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// nsList is ns-00 … ns-<n-1>.
+func nsList(n int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf("ns-%02d", i))
+	}
+	return out
+}
+
 // with is Add for chaining in tests.
 func (m *Monitor) with(ids ...runtimeid.ID) *Monitor {
 	m.Add(ids...)
