@@ -116,6 +116,13 @@ func (c *cluster) watching(resource string) bool {
 	return c.watches[resource] > 0
 }
 
+// watchCount is the number of watches of resource established so far.
+func (c *cluster) watchCount(resource string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.watches[resource]
+}
+
 // harness is one user's machine: a state database path, an optional config
 // file, an environment and two clusters (the current context and k3s-ctx).
 type harness struct {

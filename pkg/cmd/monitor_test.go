@@ -9,7 +9,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
+	"github.com/gobrave/kubectl-gobrave/pkg/spec"
 )
 
 // decodeAll decodes a stream of JSON values.
@@ -153,5 +157,114 @@ func TestFollowPicksUpNewIDs(t *testing.T) {
 				t.Errorf("%s printed no ContainerExited for %s:\n%s", args[0], taskID, r.stdout)
 			}
 		})
+	}
+}
+
+// TestFollowPicksUpRevivedIDs: `monitor --all --follow` and `recover` take on
+// an ID whatever event made its record non-terminal, not only a create,
+// start or resume: an adoption, a stop of an exited record.
+func TestFollowPicksUpRevivedIDs(t *testing.T) {
+	const adoptedID = "k8s-team-a|deployment|web"
+	tests := []struct {
+		name string
+		// live is created first and stays non-terminal: the watch of its
+		// resource shows that the command has listed the records.
+		live     []string
+		liveRes  string
+		before   func(t *testing.T, h *harness) // before the command starts
+		revive   func(t *testing.T, h *harness) // makes id non-terminal
+		then     func(t *testing.T, h *harness) // makes the cluster report wantType
+		id       string
+		res      string // id's resource
+		wantType string
+		want     string // id's state at the end
+	}{
+		{
+			name: "stop of an exited job",
+			live: []string{"create", "web", "--image", "nginx:1.27"}, liveRes: "deployments",
+			before: func(t *testing.T, h *harness) {
+				h.ok("create", "task", "--kind", "job", "--image", "busybox")
+				setJobStatus(t, h, "default", "task", jobComplete)
+				h.ok("recover", "--once")
+				if got := h.state(taskID); got != "exited" {
+					t.Fatalf("task: state %q, want exited", got)
+				}
+			},
+			// Deletes the finished job: the record is stopping.
+			revive:   func(t *testing.T, h *harness) { h.ok("stop", "task") },
+			then:     func(t *testing.T, h *harness) {},
+			id:       taskID,
+			res:      "jobs",
+			wantType: "ContainerDeleted",
+			want:     "exited",
+		},
+		{
+			name: "adopted deployment",
+			live: []string{"create", "task", "--kind", "job", "--image", "busybox"}, liveRes: "jobs",
+			before: func(t *testing.T, h *harness) {
+				objs, err := runtime.Build(spec.ContainerSpec{Name: "web", Image: "nginx:1.27"}, "team-a")
+				if err != nil {
+					t.Fatal(err)
+				}
+				objs.Deployment.UID = "uid-adopted"
+				if _, err := h.clusters[""].AppsV1().Deployments("team-a").Create(t.Context(), objs.Deployment, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			revive: func(t *testing.T, h *harness) {
+				h.ok("adopt", "-n", "team-a")
+				if got := h.state(adoptedID); got != "starting" {
+					t.Fatalf("adopted: state %q, want starting", got)
+				}
+			},
+			then: func(t *testing.T, h *harness) {
+				d, err := h.deployment("", "team-a", "web")
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.Status = appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+				if _, err := h.clusters[""].AppsV1().Deployments("team-a").UpdateStatus(t.Context(), d, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			id:       adoptedID,
+			res:      "deployments",
+			wantType: "ContainerStarted",
+			want:     "running",
+		},
+	}
+	for _, args := range [][]string{{"monitor", "--all", "--follow", "-o", "json"}, {"recover", "-o", "json"}} {
+		for _, tt := range tests {
+			t.Run(args[0]+"/"+tt.name, func(t *testing.T) {
+				h := newHarness(t)
+				h.ok(tt.live...)
+				tt.before(t, h)
+				c := h.clusters[""]
+				liveWatches, watches := c.watchCount(tt.liveRes), c.watchCount(tt.res)
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				ch := h.runAsync(ctx, args...)
+				eventually(t, "the watch of "+tt.liveRes, func() bool { return c.watchCount(tt.liveRes) > liveWatches })
+				if c.watchCount(tt.res) > watches {
+					t.Fatalf("%s are watched before any is to be followed", tt.res)
+				}
+				tt.revive(t, h)
+				eventually(t, "the watch of "+tt.res, func() bool { return c.watchCount(tt.res) > watches })
+				tt.then(t, h)
+				eventually(t, tt.id+" "+tt.want, func() bool { return h.state(tt.id) == tt.want })
+				cancel()
+				r := await(t, ch)
+				checkExit(t, r, 0, "")
+				var seen bool
+				for _, v := range decodeAll(t, r.stdout) {
+					if v["runtimeID"] == tt.id && v["type"] == tt.wantType {
+						seen = true
+					}
+				}
+				if !seen {
+					t.Errorf("%s printed no %s for %s:\n%s", args[0], tt.wantType, tt.id, r.stdout)
+				}
+			})
+		}
 	}
 }

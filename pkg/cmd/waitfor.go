@@ -208,13 +208,14 @@ func (s *monitorSet) wait() (monitor.Summary, error) {
 }
 
 // discoverInterval is how often a following `monitor --all` or `recover`
-// looks for IDs created, started or resumed since it began.
+// looks for IDs that became non-terminal since it began.
 const discoverInterval = time.Second
 
 // runMonitorsDiscovering is runMonitors for `monitor --all --follow` and
 // `recover` without --once: it also picks up the IDs that become
-// non-terminal after it started (created, started again or resumed by
-// another process), reading only the events recorded since its last look.
+// non-terminal after it started, whatever the event (created, started again,
+// resumed, adopted, stopped while exited...), reading only the events
+// recorded since its last look and the records they concern.
 func (f *Factory) runMonitorsDiscovering(ctx context.Context, st *store.Store, opts monitor.Options) (monitor.Summary, int, error) {
 	// The last event before the first list: what is recorded after it is
 	// either in the list or found by the next look (adding twice is harmless).
@@ -251,21 +252,26 @@ func (f *Factory) runMonitorsDiscovering(ctx context.Context, st *store.Store, o
 			if err != nil {
 				continue // the next look tries again
 			}
+			last := lastSeq
 			seen := map[string]bool{}
-			var found []store.Workload
+			var ids []string
 			for _, e := range evs {
-				lastSeq = max(lastSeq, e.Seq)
-				switch e.Type {
-				case store.Created, store.StartRequested, store.ResumeRequested:
-				default:
-					continue
+				last = max(last, e.Seq)
+				if !seen[e.RuntimeID] {
+					seen[e.RuntimeID] = true
+					ids = append(ids, e.RuntimeID)
 				}
-				if seen[e.RuntimeID] {
-					continue
-				}
-				seen[e.RuntimeID] = true
-				w, err := st.Get(set.ctx, e.RuntimeID)
-				if err == nil && !w.State.Terminal() {
+			}
+			// Any event may leave a record non-terminal: read them all, in
+			// one query per 500 IDs. IDs a monitor has already are ignored.
+			recs, err := st.Records(set.ctx, ids)
+			if err != nil {
+				continue // the next look reads the same events again
+			}
+			lastSeq = last
+			var found []store.Workload
+			for _, id := range ids {
+				if w, ok := recs[id]; ok && !w.State.Terminal() {
 					found = append(found, w)
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"time"
@@ -30,10 +31,7 @@ type syncResult struct {
 // starting it (and its factory) the first time. Its initial sync is awaited
 // in the background and reported on m.syncCh. Called by the control loop only.
 func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*informer, error) {
-	fns := namespace
-	if m.clusterWide {
-		fns = ""
-	}
+	fns := m.scope(namespace, kind)
 	ik := fns + "|" + kind
 	if inf := m.informers[ik]; inf != nil {
 		return inf, nil
@@ -55,7 +53,8 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 		return nil, fmt.Errorf("monitor: %w", err)
 	}
 	si := k.Informer(f)
-	inf := &informer{namespace: fns, kind: kind, inf: si}
+	infCtx, stop := context.WithCancel(ctx)
+	inf := &informer{namespace: fns, kind: kind, inf: si, stop: stop}
 
 	// A list or watch refused by RBAC is retried forever by the reflector;
 	// report it instead so that Run fails fast.
@@ -83,7 +82,9 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 		return nil, fmt.Errorf("monitor: set up the %s informer: %w", kind, err)
 	}
 	m.informers[ik] = inf
-	f.Start(ctx.Done())
+	// Started alone (the factory starts only the informers not started
+	// yet), with its own stop: narrow stops a cluster-wide one.
+	f.Start(infCtx.Done())
 
 	m.bg.Add(1)
 	go func() {
@@ -95,6 +96,47 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 		}
 	}()
 	return inf, nil
+}
+
+// scope is the namespace of the informer serving kind in namespace: "" when
+// it is cluster-wide.
+func (m *Monitor) scope(namespace, kind string) string {
+	if m.clusterWide && !m.narrowed[kind] {
+		return ""
+	}
+	return namespace
+}
+
+// informerKey is the key in m.informers of the informer serving kind in
+// namespace.
+func (m *Monitor) informerKey(namespace, kind string) string {
+	return m.scope(namespace, kind) + "|" + kind
+}
+
+// narrow replaces a cluster-wide informer whose list or watch RBAC refused
+// (a user whose roles are bound per namespace) with one informer per
+// namespace of the subscriptions of its kind, now and for the IDs added
+// later. None of them was checked yet: each is when its namespace's informer
+// has synced. A namespace refused as well fails Run with its own error.
+// Called by the control loop only.
+func (m *Monitor) narrow(ctx context.Context, inf *informer) error {
+	inf.stop()
+	delete(m.informers, "|"+inf.kind)
+	m.narrowed[inf.kind] = true
+	m.mu.Lock()
+	nss := map[string]bool{}
+	for _, s := range m.subs {
+		if s.id.Kind == inf.kind {
+			nss[s.id.Namespace] = true
+		}
+	}
+	m.mu.Unlock()
+	for _, ns := range slices.Sorted(maps.Keys(nss)) {
+		if _, err := m.informerFor(ctx, ns, inf.kind); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitSynced waits for the informer's cache, at most Options.SyncTimeout.

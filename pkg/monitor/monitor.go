@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -38,8 +39,9 @@ const (
 const (
 	// batchSize bounds the transitions of one ApplyBatch transaction.
 	batchSize = 256
-	// pollInterval is how often the history of IDs leased by another
-	// process is read.
+	// pollInterval is how often the history is read: the new events of IDs
+	// leased by another process, and the requests recorded for IDs this
+	// Monitor holds.
 	pollInterval = 500 * time.Millisecond
 	// maxConfirm bounds the concurrent GETs confirming missing objects.
 	maxConfirm = 8
@@ -100,14 +102,15 @@ type Monitor struct {
 	passive    map[string]runtimeid.ID // followed through the store, leased by another process
 	held       map[string]bool         // leases this Monitor holds
 	retired    []string                // finished IDs whose lease is to be released
+	rechecks   []*subscription         // held, a request was recorded: check the object again
 	states     map[string]store.State  // last known state, by runtime ID
 	changed    map[string]bool
 	terminal   map[string]bool
 	reattached int
 	lastSeq    int64 // events up to here were polled
-	seqSet     bool
-	inflight   int  // confirming GETs
-	started    bool // Run was called
+	seqSet     bool  // lastSeq was read: the history is polled (not with Once)
+	inflight   int   // confirming GETs
+	started    bool  // Run was called
 
 	wake chan struct{} // Add, a finished ID or a GET done: the control loop looks again
 
@@ -118,6 +121,7 @@ type Monitor struct {
 	// Owned by Run's goroutine.
 	clusterWide bool
 	scoped      bool                                       // clusterWide was decided
+	narrowed    map[string]bool                            // kinds whose cluster-wide informer RBAC refused
 	factories   map[string]informers.SharedInformerFactory // by namespace, "" cluster-wide
 	informers   map[string]*informer                       // by factory namespace|kind
 	syncCh      chan syncResult
@@ -174,6 +178,7 @@ func New(client kubernetes.Interface, st *store.Store, opts Options) *Monitor {
 		qwake:      make(chan struct{}, 1),
 		factories:  map[string]informers.SharedInformerFactory{},
 		informers:  map[string]*informer{},
+		narrowed:   map[string]bool{},
 		syncCh:     make(chan syncResult),
 		sem:        make(chan struct{}, maxConfirm),
 	}
@@ -279,7 +284,14 @@ func (m *Monitor) control(ctx context.Context, heartbeat <-chan time.Time, write
 			if err := m.releaseRetired(ctx); err != nil {
 				return false, err
 			}
+			m.recheckRequested(ctx)
 		case r := <-m.syncCh:
+			if r.err != nil && r.inf.namespace == "" && apierrors.IsForbidden(r.err) {
+				if err := m.narrow(ctx, r.inf); err != nil {
+					return false, err
+				}
+				continue
+			}
 			if r.err != nil {
 				return false, r.err
 			}
@@ -339,6 +351,11 @@ func (m *Monitor) register(ctx context.Context) error {
 		m.clusterWide = len(nss) > m.opts.ClusterWide
 	}
 
+	if !m.opts.Once {
+		if err := m.pollFrom(ctx); err != nil {
+			return err
+		}
+	}
 	names := make([]string, len(ids))
 	for i, id := range ids {
 		names[i] = id.String()
@@ -359,7 +376,6 @@ func (m *Monitor) register(ctx context.Context) error {
 		isLeased[s] = true
 	}
 
-	var others []string
 	m.mu.Lock()
 	for _, s := range live {
 		id, ok := m.marked[s]
@@ -376,40 +392,28 @@ func (m *Monitor) register(ctx context.Context) error {
 		default:
 			m.reattached++
 			m.passive[s] = id
-			others = append(others, s)
 		}
 	}
 	m.mu.Unlock()
-
-	if len(others) > 0 {
-		if err := m.followFrom(ctx, others); err != nil {
-			return err
-		}
-	}
 	return m.subscribe(ctx, leased, uids)
 }
 
-// followFrom sets where the polling of the IDs' history starts, the first
-// time there are IDs to follow.
-func (m *Monitor) followFrom(ctx context.Context, ids []string) error {
+// pollFrom sets where the polling of the history starts: the newest event
+// before the first records are read, so that whatever is recorded after
+// them is polled. Called by the control loop only.
+func (m *Monitor) pollFrom(ctx context.Context) error {
 	m.mu.Lock()
 	set := m.seqSet
 	m.mu.Unlock()
 	if set {
 		return nil
 	}
-	evs, err := m.st.Events(ctx, ids...)
+	last, err := m.st.LastEventSeq(ctx)
 	if err != nil {
 		return fmt.Errorf("monitor: %w", err)
 	}
-	var last int64
-	for _, e := range evs {
-		last = max(last, e.Seq)
-	}
 	m.mu.Lock()
-	if !m.seqSet {
-		m.lastSeq, m.seqSet = last, true
-	}
+	m.lastSeq, m.seqSet = last, true
 	m.mu.Unlock()
 	return nil
 }
@@ -527,6 +531,21 @@ func (m *Monitor) releaseRetired(ctx context.Context) error {
 	return nil
 }
 
+// recheckRequested checks again in the informer's cache the objects of the
+// held IDs for which the writer's poll found a request (see follow). An
+// informer not synced yet checks them when it is.
+func (m *Monitor) recheckRequested(ctx context.Context) {
+	m.mu.Lock()
+	subs := m.rechecks
+	m.rechecks = nil
+	m.mu.Unlock()
+	for _, sub := range subs {
+		if inf := m.informers[m.informerKey(sub.id.Namespace, sub.id.Kind)]; inf != nil && inf.synced {
+			m.snapshot(ctx, inf, sub)
+		}
+	}
+}
+
 // finish unmarks a runtime ID: it is terminal (counted) or gone from the store.
 // It drops the ID's subscription; its lease, if held, is released by the
 // control loop.
@@ -609,7 +628,8 @@ type informer struct {
 	namespace string // "" for all namespaces
 	kind      string
 	inf       cache.SharedIndexInformer
-	synced    bool // set by the control loop
+	stop      context.CancelFunc // stops this informer alone
+	synced    bool               // set by the control loop
 
 	errMu   sync.Mutex
 	lastErr error // the last list/watch error, for the sync timeout message

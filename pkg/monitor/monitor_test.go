@@ -36,7 +36,14 @@ import (
 
 func newStore(t *testing.T) *store.Store {
 	t.Helper()
-	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"))
+	return openStore(t, filepath.Join(t.TempDir(), "state.db"))
+}
+
+// openStore opens the database at path; two handles on one path are two
+// processes sharing it.
+func openStore(t *testing.T, path string) *store.Store {
+	t.Helper()
+	st, err := store.Open(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -798,6 +805,130 @@ func TestInformerCannotSync(t *testing.T) {
 	})
 }
 
+// TestClusterWideForbidden: with roles bound per namespace, the list of a
+// cluster-wide informer (IDs in more than ClusterWide namespaces) is
+// refused; the monitor falls back to one informer per namespace for that
+// kind and records what they see. A namespace refused as well fails the run
+// with the error naming it.
+func TestClusterWideForbidden(t *testing.T) {
+	const namespaces = 12 // more than DefaultClusterWide
+	tests := []struct {
+		name    string
+		denied  map[string][]string // resource -> namespaces whose list is refused
+		wantErr []string
+		// the namespaces each resource is listed in (once each), "" being all
+		wantLists map[string][]string
+	}{
+		{
+			name:      "both kinds refused cluster-wide",
+			denied:    map[string][]string{"jobs": {""}, "deployments": {""}},
+			wantLists: map[string][]string{"jobs": nsList(namespaces), "deployments": nsList(namespaces)},
+		},
+		{
+			name:      "only deployments refused cluster-wide",
+			denied:    map[string][]string{"deployments": {""}},
+			wantLists: map[string][]string{"jobs": nil, "deployments": nsList(namespaces)},
+		},
+		{
+			name:    "a namespace refused too",
+			denied:  map[string][]string{"jobs": {"", "ns-05"}, "deployments": {""}},
+			wantErr: []string{"forbidden", `namespace "ns-05"`, "kubectl auth can-i list jobs -n ns-05"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := newStore(t)
+			var objs []runtime.Object
+			var ids []runtimeid.ID
+			for i := range namespaces {
+				ns := fmt.Sprintf("ns-%02d", i)
+				task, web := jobID(ns, "task"), deployID(ns, "web")
+				record(t, st, task, "j"+ns, store.StateRunning)
+				record(t, st, web, "d"+ns, store.StateStopping)
+				ids = append(ids, task, web)
+				objs = append(objs, job(ns, "task", "j"+ns, complete), deployment(ns, "web", "d"+ns, 0, appsv1.DeploymentStatus{}))
+			}
+			client := fake.NewClientset(objs...)
+			client.PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				res := a.GetResource()
+				if !slices.Contains(tt.denied[res.Resource], a.GetNamespace()) {
+					return false, nil, nil
+				}
+				where := "at the cluster scope"
+				if a.GetNamespace() != "" {
+					where = fmt.Sprintf("in the namespace %q", a.GetNamespace())
+				}
+				return true, nil, apierrors.NewForbidden(res.GroupResource(), "",
+					fmt.Errorf(`User "dev" cannot list resource %q in API group %q %s`, res.Resource, res.Group, where))
+			})
+			m := New(client, st, Options{Owner: owner("a"), SyncTimeout: time.Minute})
+			r := await(t, start(t.Context(), m.with(ids...)))
+
+			if tt.wantErr != nil {
+				if r.err == nil {
+					t.Fatal("Run succeeded, want a forbidden error")
+				}
+				for _, want := range tt.wantErr {
+					if !strings.Contains(r.err.Error(), want) {
+						t.Errorf("error %q does not contain %q", r.err, want)
+					}
+				}
+				if !apierrors.IsForbidden(r.err) {
+					t.Errorf("error %v does not wrap the Forbidden status", r.err)
+				}
+				return
+			}
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			n := len(ids)
+			if diff := cmp.Diff(Summary{Reattached: n, Changed: n, Terminal: n}, r.sum); diff != "" {
+				t.Errorf("summary (-want +got):\n%s", diff)
+			}
+			for _, id := range ids {
+				if s := state(t, st, id); s != store.StateExited {
+					t.Errorf("%s: state %s, want exited", id, s)
+				}
+			}
+			// Each resource is listed cluster-wide (refused or not), then
+			// once in each namespace when it was refused; never a GET.
+			lists := map[string][]string{}
+			for _, a := range client.Actions() {
+				switch {
+				case a.GetVerb() == "get":
+					t.Errorf("GET %s %s/%s", a.GetResource().Resource, a.GetNamespace(), a.(k8stesting.GetAction).GetName())
+				case a.GetVerb() == "list" && a.GetNamespace() != "":
+					lists[a.GetResource().Resource] = append(lists[a.GetResource().Resource], a.GetNamespace())
+				case a.GetVerb() == "list":
+					lists[a.GetResource().Resource+" cluster-wide"] = nil
+				}
+			}
+			want := map[string][]string{}
+			for res, nss := range tt.wantLists {
+				want[res+" cluster-wide"] = nil
+				if nss != nil {
+					want[res] = nss
+				}
+			}
+			for _, nss := range lists {
+				slices.Sort(nss)
+			}
+			if diff := cmp.Diff(want, lists); diff != "" {
+				t.Errorf("lists (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// nsList is ns-00 … ns-<n-1>.
+func nsList(n int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf("ns-%02d", i))
+	}
+	return out
+}
+
 // with is Add for chaining in tests.
 func (m *Monitor) with(ids ...runtimeid.ID) *Monitor {
 	m.Add(ids...)
@@ -965,6 +1096,105 @@ func TestLeaseTakeover(t *testing.T) {
 	}
 	if diff := cmp.Diff(Summary{Reattached: 1, Changed: 1, Terminal: 1}, r.sum); diff != "" {
 		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+}
+
+// TestRequestRechecksHeldID: a request another process records for an ID
+// this Monitor holds may change nothing in the cluster (a start of a
+// deployment already running, of a job still running): no watch event
+// comes, yet the holder records the observation again under the record's
+// new epoch, from its cache, within a poll and without a GET.
+func TestRequestRechecksHeldID(t *testing.T) {
+	ready := appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+	tests := []struct {
+		name    string
+		id      runtimeid.ID
+		obj     runtime.Object
+		request store.EventType
+	}{
+		{name: "start of a running deployment", id: deployID("ns", "web"), obj: deployment("ns", "web", "u1", 1, ready), request: store.StartRequested},
+		{name: "resume of a running deployment", id: deployID("ns", "web"), obj: deployment("ns", "web", "u1", 1, ready), request: store.ResumeRequested},
+		{name: "start of a running job", id: jobID("ns", "task"), obj: job("ns", "task", "u1", batchv1.JobStatus{Active: 1}), request: store.StartRequested},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state.db")
+			st, other := openStore(t, path), openStore(t, path)
+			record(t, st, tt.id, "u1", store.StateStarting)
+			client := fake.NewClientset(tt.obj)
+			var got collector
+			m := New(client, st, Options{Owner: owner("a"), Follow: true, OnEvent: got.on})
+			m.pollEvery = 10 * time.Millisecond
+			m.Add(tt.id)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			done := start(ctx, m)
+			eventually(t, "running", func() bool { return state(t, st, tt.id) == store.StateRunning })
+
+			if _, _, err := other.Apply(t.Context(), store.Transition{RuntimeID: tt.id.String(), Type: tt.request, Message: "no-op"}); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"Created  u1", "ContainerStarted  u1", string(tt.request) + " no-op u1", "ContainerStarted  u1"}
+			eventually(t, "ContainerStarted recorded again", func() bool { return len(history(t, st, tt.id)) == len(want) })
+			cancel()
+			r := await(t, done)
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if diff := cmp.Diff(want, history(t, st, tt.id)); diff != "" {
+				t.Errorf("history (-want +got):\n%s", diff)
+			}
+			if s := state(t, st, tt.id); s != store.StateRunning {
+				t.Errorf("state = %s, want running", s)
+			}
+			started := tt.id.String() + " ContainerStarted"
+			if diff := cmp.Diff([]string{started, started}, got.list()); diff != "" {
+				t.Errorf("OnEvent (-want +got):\n%s", diff)
+			}
+			resource := tt.id.Kind + "s"
+			if diff := cmp.Diff(map[string]int{"list " + resource: 1, "watch " + resource: 1}, count(client)); diff != "" {
+				t.Errorf("API requests (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDeleteRequestedOfHeldID: a delete recorded by another process makes
+// the record terminal, and the holder still records the object's end when
+// it sees it go, as before polling requests.
+func TestDeleteRequestedOfHeldID(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	st, other := openStore(t, path), openStore(t, path)
+	id := deployID("ns", "web")
+	record(t, st, id, "u1", store.StateStarting)
+	client := fake.NewClientset(deployment("ns", "web", "u1", 1, appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1}))
+	isWatched := watched(client)
+	m := New(client, st, Options{Owner: owner("a")})
+	m.pollEvery = time.Millisecond
+	m.Add(id)
+	done := start(t.Context(), m)
+	eventually(t, "the deployment watch", func() bool { return isWatched("deployments") })
+	eventually(t, "running", func() bool { return state(t, st, id) == store.StateRunning })
+
+	if _, _, err := other.Apply(t.Context(), store.Transition{RuntimeID: id.String(), Type: store.DeleteRequested, Message: "deleted"}); err != nil {
+		t.Fatal(err)
+	}
+	// The poll has read the request.
+	eventually(t, "the request polled", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.states[id.String()] == store.StateDeleted
+	})
+	if err := client.AppsV1().Deployments("ns").Delete(t.Context(), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, done)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	want := []string{"Created  u1", "ContainerStarted  u1", "DeleteRequested deleted u1", "ContainerDeleted  u1"}
+	if diff := cmp.Diff(want, history(t, st, id)); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
 	}
 }
 

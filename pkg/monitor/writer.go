@@ -137,12 +137,22 @@ func (m *Monitor) applyEach(ctx context.Context, ts []store.Transition) (res []s
 	return res, gone, nil
 }
 
-// follow polls the history for the IDs leased by another process: their new
-// events go to OnEvent, and the IDs that became terminal are finished. Errors
-// are left for the next poll.
+// follow polls the history, one query for every ID of this Monitor, and
+// reads the records of the IDs concerned in one more:
+//   - the new events of IDs leased by another process go to OnEvent, and
+//     those IDs that became terminal (or were removed) are finished;
+//   - a request recorded for an ID this Monitor holds (by another process,
+//     or by anyone: an observation recorded twice is recorded once) may
+//     change nothing in the cluster, so no watch event would come: a start
+//     of a deployment already running. Unless the request made the record
+//     terminal, the repeat filter of its subscription is reset and its
+//     object is checked again in the cache (the control loop does it), so
+//     that what is observed is recorded under the record's new epoch.
+//
+// Errors are left for the next poll, which reads the same events again.
 func (m *Monitor) follow(ctx context.Context) {
 	m.mu.Lock()
-	if len(m.passive) == 0 || !m.seqSet {
+	if !m.seqSet || len(m.passive)+len(m.held) == 0 {
 		m.mu.Unlock()
 		return
 	}
@@ -153,43 +163,73 @@ func (m *Monitor) follow(ctx context.Context) {
 	if err != nil || len(evs) == 0 {
 		return
 	}
+	last := after
 	var mine []store.Event
+	var ids []string
+	check := map[string]bool{}
 	m.mu.Lock()
 	for _, e := range evs {
-		m.lastSeq = max(m.lastSeq, e.Seq)
-		if _, ok := m.passive[e.RuntimeID]; ok {
+		last = max(last, e.Seq)
+		_, passive := m.passive[e.RuntimeID]
+		if passive {
 			mine = append(mine, e)
+		}
+		if (passive || m.held[e.RuntimeID] && !e.Type.Observed()) && !check[e.RuntimeID] {
+			check[e.RuntimeID] = true
+			ids = append(ids, e.RuntimeID)
 		}
 	}
 	m.mu.Unlock()
 
-	check := map[string]bool{}
-	for _, e := range mine {
-		if m.opts.OnEvent != nil {
+	var recs map[string]store.Workload
+	if len(ids) > 0 {
+		if recs, err = m.st.Records(ctx, ids); err != nil {
+			return
+		}
+	}
+	m.mu.Lock()
+	m.lastSeq = max(m.lastSeq, last)
+	m.mu.Unlock()
+	if m.opts.OnEvent != nil {
+		for _, e := range mine {
 			m.opts.OnEvent(e)
 		}
-		check[e.RuntimeID] = true
 	}
-	done := false
-	for id := range check {
-		w, err := m.st.Get(ctx, id)
-		m.mu.Lock()
-		_, still := m.passive[id]
-		switch {
-		case !still:
-		case errors.Is(err, store.ErrNotFound):
-			m.finishLocked(id, false)
-			done = true
-		case err == nil:
-			m.states[id] = w.State
-			if w.State.Terminal() {
-				m.finishLocked(id, true)
-				done = true
-			}
+
+	wake := false
+	m.mu.Lock()
+	for _, s := range ids {
+		id, marked := m.marked[s]
+		if !marked {
+			continue // finished meanwhile
 		}
-		m.mu.Unlock()
+		w, ok := recs[s]
+		if !ok {
+			m.finishLocked(s, false)
+			wake = true
+			continue
+		}
+		m.states[s] = w.State
+		if _, passive := m.passive[s]; passive {
+			if w.State.Terminal() {
+				m.finishLocked(s, true)
+				wake = true
+			}
+			continue
+		}
+		if w.State.Terminal() {
+			// Deleted on request: the holder goes on until it sees the
+			// object go (or anything else of it) and records that.
+			continue
+		}
+		if sub := m.subs[id.Key()]; sub != nil && slices.Contains(sub.ids, s) && !slices.Contains(m.rechecks, sub) {
+			sub.last, sub.snapshotted = Observation{}, false
+			m.rechecks = append(m.rechecks, sub)
+			wake = true
+		}
 	}
-	if done {
+	m.mu.Unlock()
+	if wake {
 		signal(m.wake)
 	}
 }
