@@ -273,11 +273,15 @@ func (f *Factory) create(ctx context.Context, s spec.ContainerSpec) (store.Workl
 	if err != nil {
 		return store.Workload{}, err
 	}
-	if _, err := runtimeid.New(rtName, ns, s.Kind(), s.Name); err != nil {
+	id, err := runtimeid.New(rtName, ns, s.Kind(), s.Name)
+	if err != nil {
 		return store.Workload{}, err
 	}
 	e, err := f.engine(ctx)
 	if err != nil {
+		return store.Workload{}, err
+	}
+	if err := f.refuseOtherKind(ctx, e.Store, id); err != nil {
 		return store.Workload{}, err
 	}
 	w, _, err := e.Create(ctx, rtName, ns, s)
@@ -291,4 +295,30 @@ func (f *Factory) engine(ctx context.Context) (*lifecycle.Engine, error) {
 		return nil, err
 	}
 	return &lifecycle.Engine{Store: st, Client: f.Client, Owner: owner()}, nil
+}
+
+// refuseOtherKind refuses to create id while the database holds a record of
+// the other kind with its namespace and name that is not deleted, on the same
+// kubeconfig context: a deployment and a job of one name share the
+// gobrave-workload label. It reads only the database.
+func (f *Factory) refuseOtherKind(ctx context.Context, st *store.Store, id runtimeid.ID) error {
+	ws, err := st.List(ctx, store.Filter{All: true, Namespace: id.Namespace, Name: id.Name, NoSpec: true})
+	if err != nil {
+		return err
+	}
+	want, err := f.ContextFor(id.Runtime)
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		if w.Kind == id.Kind || w.State == store.StateDeleted {
+			continue
+		}
+		if got, err := f.ContextFor(w.Runtime); err == nil && got != want {
+			continue // another cluster
+		}
+		return usageErrorf("create %s: %s (%s) has the same name in namespace %s, and a deployment and a job of one name cannot live side by side: delete it first with 'kubectl gobrave delete \"%s\"' or choose another name",
+			id, w.RuntimeID, w.State, id.Namespace, w.RuntimeID)
+	}
+	return nil
 }

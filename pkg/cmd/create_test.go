@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/cmd"
 )
 
 func TestCreate(t *testing.T) {
@@ -264,5 +266,104 @@ func TestCreateAlreadyExists(t *testing.T) {
 	}
 	if !slices.ContainsFunc(h.clusters[""].Actions(), func(a k8stesting.Action) bool { return a.GetVerb() == "create" }) {
 		t.Errorf("no create request was made: %s", h.describeActions())
+	}
+}
+
+// TestCreateOtherKindRefused: a name recorded as one kind in a namespace is
+// refused as the other kind there (their pods would share the
+// gobrave-workload label) with exit code 2, before any API call: nothing is
+// created and the database is unchanged. A deleted record, another namespace
+// or another cluster does not count.
+func TestCreateOtherKindRefused(t *testing.T) {
+	tests := []struct {
+		name     string
+		config   string
+		setup    [][]string
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{
+			name:     "job over a deployment",
+			setup:    [][]string{{"create", "web", "--image", "nginx:1.27"}},
+			args:     []string{"create", "web", "--kind", "job", "--image", "busybox"},
+			wantCode: cmd.ExitInvalid,
+			wantErr: `create k8s-default|job|web: k8s-default|deployment|web (created) has the same name in namespace default, and a deployment and a job of one name cannot live side by side: ` +
+				`delete it first with 'kubectl gobrave delete "k8s-default|deployment|web"' or choose another name`,
+		},
+		{
+			name:     "run of a deployment over a job",
+			setup:    [][]string{{"create", "task", "--kind", "job", "--image", "busybox"}},
+			args:     []string{"run", "task", "--image", "nginx:1.27"},
+			wantCode: cmd.ExitInvalid,
+			wantErr:  `create k8s-default|deployment|task: k8s-default|job|task (created) has the same name`,
+		},
+		{
+			name:     "an exited job still counts",
+			setup:    [][]string{{"create", "task", "--kind", "job", "--image", "busybox"}, {"stop", "task"}, {"recover", "--once"}},
+			args:     []string{"create", "task", "--image", "nginx:1.27", "-o", "json"},
+			wantCode: cmd.ExitInvalid,
+			wantErr:  `k8s-default|job|task (exited) has the same name`,
+		},
+		{
+			name:     "another runtime on the same context",
+			config:   "testdata/config-k3s.yaml",
+			setup:    [][]string{{"create", "web", "--runtime", "k3s", "--image", "nginx:1.27"}},
+			args:     []string{"create", "web", "--kind", "job", "--image", "busybox", "-n", "ai", "--context", k3sContext},
+			wantCode: cmd.ExitInvalid,
+			wantErr:  `k3s-ai|deployment|web (created)`,
+		},
+		{
+			name:     "deleted first",
+			setup:    [][]string{{"create", "web", "--image", "nginx:1.27"}, {"delete", "web"}},
+			args:     []string{"create", "web", "--kind", "job", "--image", "busybox"},
+			wantCode: 0,
+		},
+		{
+			name:     "another namespace",
+			setup:    [][]string{{"create", "web", "--image", "nginx:1.27", "-n", "other"}},
+			args:     []string{"create", "web", "--kind", "job", "--image", "busybox"},
+			wantCode: 0,
+		},
+		{
+			name:     "another runtime on another context",
+			config:   "testdata/config-k3s.yaml",
+			setup:    [][]string{{"create", "web", "--runtime", "k3s", "--image", "nginx:1.27"}},
+			args:     []string{"create", "web", "--kind", "job", "--image", "busybox", "-n", "ai"},
+			wantCode: 0,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.configPath = tt.config
+			for _, args := range tt.setup {
+				h.ok(args...)
+			}
+			h.clearActions()
+			before, _ := h.snapshot()
+			r := h.run(tt.args...)
+			checkExit(t, r, tt.wantCode, tt.wantErr)
+			if tt.wantCode == 0 {
+				return
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout %q, want nothing", r.stdout)
+			}
+			if strings.Count(r.stderr, "\n") != 1 {
+				t.Errorf("stderr %q, want one line", r.stderr)
+			}
+			for name, c := range h.clusters {
+				for _, a := range c.Actions() {
+					if v := a.GetVerb(); v != "get" && v != "list" && v != "watch" {
+						t.Errorf("[%s] %s %s: want no writes", name, v, a.GetResource().Resource)
+					}
+				}
+			}
+			after, _ := h.snapshot()
+			if diff := cmp.Diff(before, after); diff != "" {
+				t.Errorf("database changed (-before +after):\n%s", diff)
+			}
+		})
 	}
 }

@@ -85,6 +85,7 @@ var rbacNeeds = []struct {
 	{"stop, delete", "delete", "batch", "jobs", ""},
 	{"delete", "delete", "apps", "deployments", ""},
 	{"delete", "delete", "", "services", ""},
+	{"logs, inspect, exec of a deployment", "list", "apps", "replicasets", ""},
 	{"logs, inspect, exec", "list", "", "pods", ""},
 	{"logs", "get", "", "pods", "log"},
 	{"exec", "create", "", "pods", "exec"},

@@ -36,7 +36,7 @@ func TestDoctor(t *testing.T) {
 			okLines[strings.Join(f[1:], " ")] = true
 		}
 	}
-	for _, want := range []string{"kubeconfig", "api server", "rbac delete jobs", "informer sync", "database integrity", "schema version", "runtime profiles"} {
+	for _, want := range []string{"kubeconfig", "api server", "rbac delete jobs", "rbac list replicasets", "informer sync", "database integrity", "schema version", "runtime profiles"} {
 		found := false
 		for line := range okLines {
 			found = found || strings.HasPrefix(line, want+" ")

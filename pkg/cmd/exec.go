@@ -56,7 +56,8 @@ func NewCmdExecWithOptions(o *ExecOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "exec ID [-i] [-t] [-c CONTAINER] -- COMMAND [ARGS...]",
 		Short: "Run a command in a workload's newest running pod",
-		Long: `Run a command in the newest running pod of a workload, like kubectl exec: -i passes stdin,
+		Long: `Run a command in the newest running pod of a workload, like kubectl exec. The pod is found by
+ownership (the Job's, or a ReplicaSet's of the Deployment), never by its labels alone. -i passes stdin,
 -t (with -i, from a terminal) gives the command a TTY in raw mode that follows the terminal's size.
 The command's exit code becomes the exit code of kubectl gobrave.
 
@@ -121,7 +122,7 @@ func (o *ExecOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pod, err := runtime.New(client, id.Runtime).NewestPod(ctx, id, true)
+	pod, err := runtime.New(client, id.Runtime).NewestPod(ctx, id, ws[0].UID, true)
 	if err != nil {
 		return fmt.Errorf("exec: %w", err)
 	}

@@ -11,10 +11,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
 
@@ -160,15 +163,20 @@ func TestExec(t *testing.T) {
 	seedWebTask(t, h)
 	old := podOf("default", "web", "web-old")
 	old.CreationTimestamp = metav1.NewTime(time.Now().Add(-time.Hour))
-	h.addPod("", old)
+	h.addOwnedPod("", "deployment", old)
 	newest := podOf("default", "web", "web-new")
 	newest.Spec.Containers = append(newest.Spec.Containers, corev1.Container{Name: "sidecar", Image: "busybox"})
-	h.addPod("", newest)
+	h.addOwnedPod("", "deployment", newest)
 	// Newer still, but not running: exec needs a running pod.
 	pending := podOf("default", "web", "web-pending")
 	pending.CreationTimestamp = metav1.NewTime(time.Now().Add(time.Hour))
 	pending.Status.Phase = corev1.PodPending
-	h.addPod("", pending)
+	h.addOwnedPod("", "deployment", pending)
+	// Newer and running, labelled gobrave-workload=web, owned by nothing:
+	// anyone's look-alike must not get the user's command.
+	lookalike := podOf("default", "web", "web-lookalike")
+	lookalike.CreationTimestamp = metav1.NewTime(time.Now().Add(2 * time.Hour))
+	h.addPod("", lookalike)
 	const path = "/api/v1/namespaces/default/pods/web-new/exec"
 
 	tests := []struct {
@@ -284,11 +292,45 @@ func TestExecK3sContext(t *testing.T) {
 	h := newHarness(t)
 	h.configPath = "testdata/config-k3s.yaml"
 	h.ok("create", "gpu", "--runtime", "k3s", "--image", "nginx:1.27")
-	h.addPod(k3sContext, podOf("ai", "gpu", "gpu-1"))
+	h.addOwnedPod(k3sContext, "deployment", podOf("ai", "gpu", "gpu-1"))
 	ex := &fakeExecutor{stdout: "hi\n"}
 	r := h.runExec(ex, "", "exec", "k3s-ai|deployment|gpu", "--", "echo", "hi")
 	checkExit(t, r, 0, "")
 	if ex.host != "https://k3s.invalid:6443" || ex.url.Path != "/api/v1/namespaces/ai/pods/gpu-1/exec" {
 		t.Errorf("exec went to %s%s, want the k3s-ctx cluster and pod ai/gpu-1", ex.host, ex.url.Path)
 	}
+}
+
+// TestExecOneNameTwoKinds: a Job named like the recorded deployment (made
+// with kubectl, its pods labelled gobrave-workload=web too) never gets the
+// deployment's commands, logs or inspect, however new its pod.
+func TestExecOneNameTwoKinds(t *testing.T) {
+	h := newHarness(t)
+	h.ok("create", "web", "--image", "nginx:1.27")
+	h.addOwnedPod("", "deployment", podOf("default", "web", "web-dep"))
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "job-web",
+		Labels: map[string]string{"gobrave-workload": "web"}}}
+	if _, err := h.clusters[""].BatchV1().Jobs("default").Create(t.Context(), job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	jobPod := podOf("default", "web", "web-job")
+	jobPod.CreationTimestamp = metav1.NewTime(time.Now().Add(time.Hour))
+	jobPod.Spec.NodeName = "node-job"
+	h.addOwnedPod("", "job", jobPod)
+
+	ex := &fakeExecutor{}
+	checkExit(t, h.runExec(ex, "", "exec", "web", "--", "hostname"), 0, "")
+	if ex.url.Path != "/api/v1/namespaces/default/pods/web-dep/exec" {
+		t.Errorf("exec went to %s, want the deployment's pod web-dep", ex.url.Path)
+	}
+	r := h.run("inspect", "web", "-o", "json")
+	checkExit(t, r, 0, "")
+	if !strings.Contains(r.stdout, `"podName": "web-dep"`) {
+		t.Errorf("inspect: want podName web-dep\n%s", r.stdout)
+	}
+	// logs reads the deployment's pod too (the fake names it in its error).
+	h.clusters[""].PrependReactor("get", "pods", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		return a.GetSubresource() == "log", nil, errors.New("no log stream in the fake")
+	})
+	checkExit(t, h.run("logs", "web"), 1, "(pod web-dep)")
 }

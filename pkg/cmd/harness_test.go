@@ -398,12 +398,51 @@ func (h *harness) service(ctxName, ns, name string) (*corev1.Service, error) {
 	return h.clusters[ctxName].CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{})
 }
 
-// addPod adds a pod of workload name, as the workload's controller would.
+// addPod adds pod as it is: labelled, but owned by nothing unless the test
+// set owner references (a look-alike).
 func (h *harness) addPod(ctxName string, pod *corev1.Pod) {
 	h.t.Helper()
 	if _, err := h.clusters[ctxName].CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 		h.t.Fatal(err)
 	}
+}
+
+// addOwnedPod adds pod as the controller of the workload kind/<its
+// gobrave-workload label> would: owned by the Job, or by a ReplicaSet
+// <name>-rs of the Deployment (made on first use).
+func (h *harness) addOwnedPod(ctxName, kind string, pod *corev1.Pod) {
+	h.t.Helper()
+	ctx, c, name := context.Background(), h.clusters[ctxName], pod.Labels["gobrave-workload"]
+	var owner metav1.OwnerReference
+	switch kind {
+	case "job":
+		j, err := h.job(ctxName, pod.Namespace, name)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		owner = metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: name, UID: j.UID, Controller: ptr(true)}
+		pod.Labels[batchv1.ControllerUidLabel] = string(j.UID)
+	case "deployment":
+		d, err := h.deployment(ctxName, pod.Namespace, name)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		rs, err := c.AppsV1().ReplicaSets(pod.Namespace).Get(ctx, name+"-rs", metav1.GetOptions{})
+		if err != nil {
+			rs, err = c.AppsV1().ReplicaSets(pod.Namespace).Create(ctx, &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{
+				Name: name + "-rs", Namespace: pod.Namespace, Labels: d.Spec.Template.Labels,
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: name, UID: d.UID, Controller: ptr(true)}},
+			}}, metav1.CreateOptions{})
+			if err != nil {
+				h.t.Fatal(err)
+			}
+		}
+		owner = metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr(true)}
+	default:
+		h.t.Fatalf("addOwnedPod: unknown kind %q", kind)
+	}
+	pod.OwnerReferences = append(pod.OwnerReferences, owner)
+	h.addPod(ctxName, pod)
 }
 
 func podOf(ns, workload, podName string) *corev1.Pod {

@@ -44,7 +44,8 @@ func NewCmdInspect(f *Factory, streams genericiooptions.IOStreams) *cobra.Comman
 		Short: "Show a workload's record, address, node and pod",
 		Long: `Show a workload's record from the state database with what the cluster says now: for a
 deployment with a Service, the address is the Service's DNS name <name>-svc.<namespace>.svc.cluster.local;
-otherwise the newest pod's IP. Node, pod, phase, image, readiness and restarts come from the newest pod.`,
+otherwise the newest pod's IP. Node, pod, phase, image, readiness and restarts come from the newest pod
+owned by the workload (the Job's, or a ReplicaSet's of the Deployment; labels alone do not count).`,
 		Example: `  kubectl gobrave inspect web
   kubectl gobrave inspect k8s-default|job|import -o json`,
 		Args: cobra.ExactArgs(1),
@@ -78,7 +79,7 @@ func (o *InspectOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	info, err := runtime.New(client, id.Runtime).Inspect(ctx, id)
+	info, err := runtime.New(client, id.Runtime).Inspect(ctx, id, w.UID)
 	if err != nil {
 		return err
 	}

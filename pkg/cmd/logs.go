@@ -29,6 +29,8 @@ func NewCmdLogs(f *Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "logs ID",
 		Short: "Print the logs of a workload's newest pod",
+		Long: `Print the logs of the newest pod owned by a workload (the Job's, or a ReplicaSet's of the
+Deployment; a pod that only carries the gobrave-workload label is never read).`,
 		Example: `  kubectl gobrave logs web
   kubectl gobrave logs k8s-default|job|import --tail 50 --timestamps
   kubectl gobrave logs web -f --since 10m`,
@@ -74,7 +76,7 @@ func (o *LogsOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return runtime.New(client, id.Runtime).Logs(ctx, id, runtime.LogOptions{
+	return runtime.New(client, id.Runtime).Logs(ctx, id, ws[0].UID, runtime.LogOptions{
 		Tail: o.Tail, Follow: o.Follow, Previous: o.Previous, Timestamps: o.Timestamps, Since: o.Since,
 	}, o.Out)
 }

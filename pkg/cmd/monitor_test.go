@@ -163,6 +163,26 @@ func TestFollowPicksUpNewIDs(t *testing.T) {
 // TestFollowPicksUpRevivedIDs: `monitor --all --follow` and `recover` take on
 // an ID whatever event made its record non-terminal, not only a create,
 // start or resume: an adoption, a stop of an exited record.
+const apiID = "k8s-default|deployment|api"
+
+// setDeployment sets a deployment's spec.replicas and its status, as a
+// controller (or someone else) would.
+func setDeployment(t *testing.T, h *harness, name string, replicas int32, st appsv1.DeploymentStatus) {
+	t.Helper()
+	d, err := h.deployment("", "default", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Replicas = &replicas
+	if d, err = h.clusters[""].AppsV1().Deployments("default").Update(t.Context(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d.Status = st
+	if _, err := h.clusters[""].AppsV1().Deployments("default").UpdateStatus(t.Context(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestFollowPicksUpRevivedIDs(t *testing.T) {
 	const adoptedID = "k8s-team-a|deployment|web"
 	tests := []struct {
@@ -180,22 +200,31 @@ func TestFollowPicksUpRevivedIDs(t *testing.T) {
 		want     string // id's state at the end
 	}{
 		{
-			name: "stop of an exited job",
-			live: []string{"create", "web", "--image", "nginx:1.27"}, liveRes: "deployments",
+			// The engine confirms at once what a read can tell; here the
+			// deployment, scaled up again outside gobrave after it exited,
+			// still reports a replica after the second stop.
+			name: "stop of an exited deployment",
+			live: []string{"create", "task", "--kind", "job", "--image", "busybox"}, liveRes: "jobs",
 			before: func(t *testing.T, h *harness) {
-				h.ok("create", "task", "--kind", "job", "--image", "busybox")
-				setJobStatus(t, h, "default", "task", jobComplete)
-				h.ok("recover", "--once")
-				if got := h.state(taskID); got != "exited" {
-					t.Fatalf("task: state %q, want exited", got)
+				h.ok("create", "api", "--image", "nginx:1.27")
+				h.ok("stop", "api")
+				if got := h.state(apiID); got != "exited" {
+					t.Fatalf("api: state %q, want exited", got)
+				}
+				setDeployment(t, h, "api", 1, appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1})
+			},
+			revive: func(t *testing.T, h *harness) {
+				h.ok("stop", "api")
+				if got := h.state(apiID); got != "stopping" {
+					t.Fatalf("api: state %q, want stopping", got)
 				}
 			},
-			// Deletes the finished job: the record is stopping.
-			revive:   func(t *testing.T, h *harness) { h.ok("stop", "task") },
-			then:     func(t *testing.T, h *harness) {},
-			id:       taskID,
-			res:      "jobs",
-			wantType: "ContainerDeleted",
+			then: func(t *testing.T, h *harness) {
+				setDeployment(t, h, "api", 0, appsv1.DeploymentStatus{})
+			},
+			id:       apiID,
+			res:      "deployments",
+			wantType: "ContainerExited",
 			want:     "exited",
 		},
 		{

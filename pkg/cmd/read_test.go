@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +22,7 @@ import (
 func TestLogs(t *testing.T) {
 	h := newHarness(t)
 	seedWebTask(t, h)
-	h.addPod("", podOf("default", "web", "web-abc"))
+	h.addOwnedPod("", "deployment", podOf("default", "web", "web-abc"))
 	h.clearActions()
 
 	tests := []struct {
@@ -62,8 +63,15 @@ func TestLogs(t *testing.T) {
 func TestInspect(t *testing.T) {
 	h := newHarness(t)
 	seedWebTask(t, h)
-	h.addPod("", podOf("default", "web", "web-abc"))
-	h.addPod("", podOf("default", "task", "task-xyz"))
+	h.addOwnedPod("", "deployment", podOf("default", "web", "web-abc"))
+	h.addOwnedPod("", "job", podOf("default", "task", "task-xyz"))
+	// Newer look-alikes: the label without the ownership.
+	for _, name := range []string{"web", "task"} {
+		p := podOf("default", name, name+"-lookalike")
+		p.CreationTimestamp = metav1.NewTime(time.Now().Add(time.Hour))
+		p.Spec.NodeName = "evil-node"
+		h.addPod("", p)
+	}
 	d, _ := h.deployment("", "default", "web")
 	j, _ := h.job("", "default", "task")
 

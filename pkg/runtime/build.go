@@ -20,6 +20,10 @@ import (
 const (
 	LabelApp      = "app"
 	LabelWorkload = "gobrave-workload"
+	// LabelKind is on a deployment's pod template only (value deployment), so
+	// its Service never selects the pods of a job of the same name. It is not
+	// in the Deployment's selector, which is immutable.
+	LabelKind = "gobrave.dev/kind"
 	// AnnotationSpec keeps the ContainerSpec on the workload so that a
 	// teammate's `adopt` can re-create a stopped job from the cluster alone.
 	AnnotationSpec = "gobrave.dev/spec"
@@ -70,12 +74,14 @@ func Build(s spec.ContainerSpec, namespace string) (Objects, error) {
 }
 
 // Labels returns the labels of every object of s: the user's labels with
-// app and gobrave-workload set to the name (they cannot be replaced).
+// app and gobrave-workload set to the name (they cannot be replaced) and
+// without gobrave.dev/kind (Build sets it where it belongs).
 func Labels(s spec.ContainerSpec) map[string]string {
 	l := make(map[string]string, len(s.Labels)+2)
 	for k, v := range s.Labels {
 		l[k] = v
 	}
+	delete(l, LabelKind)
 	l[LabelApp] = s.Name
 	l[LabelWorkload] = s.Name
 	return l

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/spec"
@@ -30,7 +31,7 @@ func fullSpec() spec.ContainerSpec {
 		User:          "1000:2000",
 		ExposedPort:   8080,
 		ExposeService: true,
-		Labels:        map[string]string{"team": "payments", "app": "ignored", "gobrave-workload": "ignored"},
+		Labels:        map[string]string{"team": "payments", "app": "ignored", "gobrave-workload": "ignored", "gobrave.dev/kind": "ignored"},
 		PullPolicy:    "Always",
 		SchedulingConstraints: []spec.SchedulingConstraint{
 			{Type: "node", Key: "hostname", Operator: "In", Values: []string{"node-1", "node-2"}},
@@ -81,6 +82,43 @@ func TestBuildGolden(t *testing.T) {
 		t.Errorf("a job spec built a deployment or service: %+v", objs)
 	}
 	golden(t, "job.golden.yaml", objs.Job)
+}
+
+// TestServiceSelector: the Service of a deployment selects the pods of that
+// deployment's template and not those of a job of the same name, while the
+// Deployment's own (immutable) selector stays what existing ones have.
+func TestServiceSelector(t *testing.T) {
+	dep := spec.ContainerSpec{Name: "web", Image: "nginx", ExposedPort: 80, ExposeService: true}
+	d, err := Build(dep, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A user label that claims the kind is dropped, not copied to the job's pods.
+	job := spec.ContainerSpec{Name: "web", Image: "busybox", WorkloadKind: "job", Labels: map[string]string{LabelKind: "deployment"}}
+	j, err := Build(job, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := labels.SelectorFromSet(d.Service.Spec.Selector)
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"service selector", d.Service.Spec.Selector, map[string]string{LabelWorkload: "web", LabelKind: "deployment"}},
+		{"deployment selector unchanged", d.Deployment.Spec.Selector.MatchLabels, map[string]string{LabelWorkload: "web"}},
+		{"deployment's pods carry the kind", d.Deployment.Spec.Template.Labels[LabelKind], "deployment"},
+		{"the service selects the deployment's pods", svc.Matches(labels.Set(d.Deployment.Spec.Template.Labels)), true},
+		{"the service does not select the job's pods", svc.Matches(labels.Set(j.Job.Spec.Template.Labels)), false},
+		{"the deployment selects its template", labels.SelectorFromSet(d.Deployment.Spec.Selector.MatchLabels).Matches(labels.Set(d.Deployment.Spec.Template.Labels)), true},
+		{"no kind on the objects themselves", []string{d.Deployment.Labels[LabelKind], d.Service.Labels[LabelKind], j.Job.Labels[LabelKind]}, []string{"", "", ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.got); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
 }
 
 func TestPodTemplateMapping(t *testing.T) {

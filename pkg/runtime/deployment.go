@@ -32,6 +32,10 @@ func (deploymentKind) Name() string { return runtimeid.KindDeployment }
 
 func (deploymentKind) Build(s spec.ContainerSpec, meta metav1.ObjectMeta, tmpl corev1.PodTemplateSpec) (Objects, error) {
 	tmpl.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	// Only the deployment's pods carry it: its Service selects them alone,
+	// never a job's pods of the same name. The Deployment's own selector
+	// stays gobrave-workload (immutable, and older deployments have it).
+	tmpl.Labels[LabelKind] = runtimeid.KindDeployment
 	objs := Objects{Deployment: &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: meta,
@@ -49,7 +53,7 @@ func (deploymentKind) Build(s spec.ContainerSpec, meta metav1.ObjectMeta, tmpl c
 			ObjectMeta: svcMeta,
 			Spec: corev1.ServiceSpec{
 				Type:     corev1.ServiceTypeClusterIP,
-				Selector: map[string]string{LabelWorkload: s.Name},
+				Selector: map[string]string{LabelWorkload: s.Name, LabelKind: runtimeid.KindDeployment},
 				Ports: []corev1.ServicePort{{
 					Name:       "port-" + fmt.Sprint(s.ExposedPort),
 					Protocol:   corev1.ProtocolTCP,

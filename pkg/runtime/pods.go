@@ -7,9 +7,11 @@ import (
 	"io"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 )
@@ -17,16 +19,42 @@ import (
 // ErrNoPod is returned when a workload has no pod (yet).
 var ErrNoPod = errors.New("no pod found")
 
-// NewestPod returns the newest pod labelled gobrave-workload=<name> in the
-// ID's namespace. With running set, only pods in phase Running count.
-func (r *Runtime) NewestPod(ctx context.Context, id runtimeid.ID, running bool) (*corev1.Pod, error) {
-	pods, err := r.Client.CoreV1().Pods(id.Namespace).List(ctx, metav1.ListOptions{LabelSelector: Selector(id.Name)})
+// NewestPod returns the newest pod owned by the recorded object uid of the
+// workload id: for a job, a pod whose controller is that Job; for a
+// deployment, a pod whose controller is a ReplicaSet whose controller is that
+// Deployment. A pod that only carries the gobrave-workload label (another
+// kind's pod of the same name, or anyone's look-alike) is never chosen. An
+// empty uid (a record older than UIDs) means the object that has the name
+// now. With running set, only pods in phase Running count.
+func (r *Runtime) NewestPod(ctx context.Context, id runtimeid.ID, uid string, running bool) (*corev1.Pod, error) {
+	if uid == "" {
+		got, exists, err := r.Exists(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("find the pods of %s: %w", id, err)
+		}
+		if !exists {
+			return nil, fmt.Errorf("%w: %s no longer exists in the cluster, so it has no pods: check 'kubectl gobrave inspect %s'", ErrNoPod, id, id)
+		}
+		uid = got
+	}
+	var (
+		pods []corev1.Pod
+		err  error
+	)
+	switch id.Kind {
+	case runtimeid.KindJob:
+		pods, err = r.jobPods(ctx, id, uid)
+	case runtimeid.KindDeployment:
+		pods, err = r.deploymentPods(ctx, id, uid)
+	default:
+		err = fmt.Errorf("unknown kind %q", id.Kind)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list pods of %s: %w", id, err)
 	}
 	var newest *corev1.Pod
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for i := range pods {
+		p := &pods[i]
 		if running && p.Status.Phase != corev1.PodRunning {
 			continue
 		}
@@ -39,9 +67,55 @@ func (r *Runtime) NewestPod(ctx context.Context, id runtimeid.ID, running bool) 
 		if running {
 			what = "running pod"
 		}
-		return nil, fmt.Errorf("%w: %s has no %s (labelled %s in namespace %s); it may still be starting or is stopped: check 'kubectl gobrave inspect %s'", ErrNoPod, id, what, Selector(id.Name), id.Namespace, id)
+		return nil, fmt.Errorf("%w: %s has no %s owned by %s/%s (UID %s) in namespace %s; it may still be starting or is stopped: check 'kubectl gobrave inspect %s'", ErrNoPod, id, what, id.Kind, id.Name, uid, id.Namespace, id)
 	}
 	return newest, nil
+}
+
+// jobPods returns the pods whose controller is the Job uid. The job
+// controller's label narrows the list; the owner reference decides.
+func (r *Runtime) jobPods(ctx context.Context, id runtimeid.ID, uid string) ([]corev1.Pod, error) {
+	pods, err := r.Client.CoreV1().Pods(id.Namespace).List(ctx, metav1.ListOptions{LabelSelector: batchv1.ControllerUidLabel + "=" + uid})
+	if err != nil {
+		return nil, err
+	}
+	return ownedPods(pods.Items, map[types.UID]bool{types.UID(uid): true}), nil
+}
+
+// deploymentPods returns the pods whose controller is a ReplicaSet whose
+// controller is the Deployment uid: one ReplicaSet list and one pod list, both
+// narrowed by the gobrave-workload label and decided by owner references.
+func (r *Runtime) deploymentPods(ctx context.Context, id runtimeid.ID, uid string) ([]corev1.Pod, error) {
+	sel := metav1.ListOptions{LabelSelector: Selector(id.Name)}
+	rss, err := r.Client.AppsV1().ReplicaSets(id.Namespace).List(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	owners := map[types.UID]bool{}
+	for i := range rss.Items {
+		if ref := metav1.GetControllerOf(&rss.Items[i]); ref != nil && ref.UID == types.UID(uid) {
+			owners[rss.Items[i].UID] = true
+		}
+	}
+	if len(owners) == 0 {
+		return nil, nil
+	}
+	pods, err := r.Client.CoreV1().Pods(id.Namespace).List(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	return ownedPods(pods.Items, owners), nil
+}
+
+// ownedPods keeps the pods whose controller owner reference is one of owners.
+func ownedPods(pods []corev1.Pod, owners map[types.UID]bool) []corev1.Pod {
+	var out []corev1.Pod
+	for i := range pods {
+		if ref := metav1.GetControllerOf(&pods[i]); ref != nil && owners[ref.UID] {
+			out = append(out, pods[i])
+		}
+	}
+	return out
 }
 
 // newer orders pods by creation time, then by name for a stable choice.
@@ -66,10 +140,10 @@ type LogOptions struct {
 // DefaultTail is the number of lines Logs shows by default.
 const DefaultTail = 200
 
-// Logs streams the logs of the workload's newest pod to w as they arrive;
-// nothing is buffered whole.
-func (r *Runtime) Logs(ctx context.Context, id runtimeid.ID, o LogOptions, w io.Writer) error {
-	pod, err := r.NewestPod(ctx, id, false)
+// Logs streams the logs of the newest pod of the recorded object uid (see
+// NewestPod) to w as they arrive; nothing is buffered whole.
+func (r *Runtime) Logs(ctx context.Context, id runtimeid.ID, uid string, o LogOptions, w io.Writer) error {
+	pod, err := r.NewestPod(ctx, id, uid, false)
 	if err != nil {
 		return err
 	}
@@ -118,19 +192,23 @@ type Info struct {
 	UID    string `json:"uid,omitempty"`
 }
 
-// Inspect reads the workload, its newest pod and (for deployments) its
-// Service. A workload without pods is not an error: the pod fields are empty.
-func (r *Runtime) Inspect(ctx context.Context, id runtimeid.ID) (Info, error) {
+// Inspect reads the workload, the newest pod of the recorded object uid (an
+// empty uid: of the object there now) and, for deployments, its Service. A
+// workload without pods is not an error: the pod fields are empty.
+func (r *Runtime) Inspect(ctx context.Context, id runtimeid.ID, uid string) (Info, error) {
 	var info Info
-	uid, exists, err := r.Exists(ctx, id)
+	live, exists, err := r.Exists(ctx, id)
 	if err != nil {
 		return info, fmt.Errorf("inspect %s: %w", id, err)
 	}
-	info.Exists, info.UID = exists, uid
+	info.Exists, info.UID = exists, live
 	if !exists {
 		return info, nil
 	}
-	pod, err := r.NewestPod(ctx, id, false)
+	if uid == "" {
+		uid = live
+	}
+	pod, err := r.NewestPod(ctx, id, uid, false)
 	if err != nil && !errors.Is(err, ErrNoPod) {
 		return info, fmt.Errorf("inspect %s: %w", id, err)
 	}

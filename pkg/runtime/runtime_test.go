@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -314,38 +315,182 @@ func pod(name, ns, workload string, created time.Time, phase corev1.PodPhase) *c
 	}
 }
 
+// controlledBy makes owner (kind, uid) the controller of obj, as the job and
+// ReplicaSet controllers do. A job's pods also get the job controller's label.
+func controlledBy[T metav1.Object](obj T, kind string, uid types.UID) T {
+	obj.SetOwnerReferences(append(obj.GetOwnerReferences(), metav1.OwnerReference{
+		APIVersion: "v1", Kind: kind, Name: "owner-" + string(uid), UID: uid, Controller: ptr(true),
+	}))
+	if kind == "Job" {
+		l := obj.GetLabels()
+		l[batchv1.ControllerUidLabel] = string(uid)
+		obj.SetLabels(l)
+	}
+	return obj
+}
+
+func replicaSet(name, ns, workload string, uid types.UID) *appsv1.ReplicaSet {
+	return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: uid,
+		Labels: map[string]string{LabelWorkload: workload, "pod-template-hash": name}}}
+}
+
+// TestNewestPod: pods are found by ownership, never by the label alone. One
+// namespace holds a deployment and a job both named web, an old and a new
+// ReplicaSet of the deployment, a look-alike ReplicaSet and look-alike pods
+// that are newer than every real one.
+func TestNewestPod(t *testing.T) {
+	now := time.Now()
+	objs := []k8sruntime.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "dep-web"}},
+		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "job-web"}},
+		controlledBy(replicaSet("web-new", "default", "web", "rs-new"), "Deployment", "dep-web"),
+		controlledBy(replicaSet("web-old", "default", "web", "rs-old"), "Deployment", "dep-web"),
+		replicaSet("web-fake", "default", "web", "rs-fake"), // labelled, owned by no deployment
+		controlledBy(pod("dep-old-1", "default", "web", now.Add(-time.Hour), corev1.PodRunning), "ReplicaSet", "rs-old"),
+		controlledBy(pod("dep-new-2", "default", "web", now, corev1.PodRunning), "ReplicaSet", "rs-new"),
+		controlledBy(pod("dep-pending-3", "default", "web", now.Add(time.Minute), corev1.PodPending), "ReplicaSet", "rs-new"),
+		controlledBy(pod("job-4", "default", "web", now.Add(2*time.Minute), corev1.PodRunning), "Job", "job-web"),
+		// Look-alikes, all newer than the real pods.
+		pod("lookalike-5", "default", "web", now.Add(time.Hour), corev1.PodRunning),
+		controlledBy(pod("fake-rs-6", "default", "web", now.Add(time.Hour), corev1.PodRunning), "ReplicaSet", "rs-fake"),
+		controlledBy(pod("other-job-7", "default", "web", now.Add(time.Hour), corev1.PodRunning), "Job", "job-other"),
+		func() *corev1.Pod { // the job's label without the job's ownership
+			p := pod("forged-8", "default", "web", now.Add(time.Hour), corev1.PodRunning)
+			p.Labels[batchv1.ControllerUidLabel] = "job-web"
+			return p
+		}(),
+		// The deployment as an owner of a pod directly: not how a Deployment owns pods.
+		controlledBy(pod("direct-9", "default", "web", now.Add(time.Hour), corev1.PodRunning), "Deployment", "dep-web"),
+	}
+	tests := []struct {
+		name      string
+		id, uid   string
+		running   bool
+		wantPod   string
+		wantErr   error
+		wantCalls []string // verb resource, in order
+	}{
+		{name: "deployment: newest of its ReplicaSets' pods", id: "k8s-default|deployment|web", uid: "dep-web", wantPod: "dep-pending-3",
+			wantCalls: []string{"list replicasets", "list pods"}},
+		{name: "deployment: newest running", id: "k8s-default|deployment|web", uid: "dep-web", running: true, wantPod: "dep-new-2"},
+		{name: "job: its own pod, not the deployment's", id: "k8s-default|job|web", uid: "job-web", wantPod: "job-4",
+			wantCalls: []string{"list pods"}},
+		{name: "old record without UID: the deployment there now", id: "k8s-default|deployment|web", running: true, wantPod: "dep-new-2",
+			wantCalls: []string{"get deployments", "list replicasets", "list pods"}},
+		{name: "old record without UID: the job there now", id: "k8s-default|job|web", wantPod: "job-4",
+			wantCalls: []string{"get jobs", "list pods"}},
+		{name: "recorded UID of an older deployment", id: "k8s-default|deployment|web", uid: "dep-gone", wantErr: ErrNoPod,
+			wantCalls: []string{"list replicasets"}},
+		{name: "recorded UID of an older job", id: "k8s-default|job|web", uid: "job-gone", wantErr: ErrNoPod},
+		{name: "no UID and gone from the cluster", id: "k8s-default|job|gone", wantErr: ErrNoPod},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFake(objs...)
+			got, err := New(c, "k8s").NewestPod(context.Background(), mustID(t, tt.id), tt.uid, tt.running)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tt.wantErr)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			} else if got.Name != tt.wantPod {
+				t.Errorf("pod %s, want %s", got.Name, tt.wantPod)
+			}
+			if tt.wantCalls != nil {
+				var calls []string
+				for _, a := range c.Actions() {
+					calls = append(calls, a.GetVerb()+" "+a.GetResource().Resource)
+				}
+				if diff := cmp.Diff(tt.wantCalls, calls); diff != "" {
+					t.Errorf("API calls (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+func TestNewestPodListOptions(t *testing.T) {
+	c := newFake()
+	rt := New(c, "k8s")
+	_, _ = rt.NewestPod(context.Background(), mustID(t, "k8s-ns|job|task"), "u1", false)
+	_, _ = rt.NewestPod(context.Background(), mustID(t, "k8s-ns|deployment|web"), "u2", false)
+	var got []string
+	for _, a := range c.Actions() {
+		got = append(got, a.GetResource().Resource+" "+a.(k8stesting.ListAction).GetListRestrictions().Labels.String())
+	}
+	want := []string{"pods batch.kubernetes.io/controller-uid=u1", "replicasets gobrave-workload=web"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("list selectors (-want +got):\n%s", diff)
+	}
+}
+
+// addOwned adds a ReplicaSet of the deployment (or nothing for a job) and pods
+// owned by it, as the controllers would.
+func addOwned(t *testing.T, c *fake.Clientset, id runtimeid.ID, uid string, pods ...*corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	owner, kind := types.UID(uid), "Job"
+	if id.Kind == runtimeid.KindDeployment {
+		owner, kind = types.UID("rs-"+uid), "ReplicaSet"
+		rs := controlledBy(replicaSet(id.Name+"-rs", id.Namespace, id.Name, owner), "Deployment", types.UID(uid))
+		if _, err := c.AppsV1().ReplicaSets(id.Namespace).Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range pods {
+		if _, err := c.CoreV1().Pods(id.Namespace).Create(ctx, controlledBy(p, kind, owner), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestInspect(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
+	// Look-alikes: newer, labelled web, owned by nothing.
 	c := newFake(
-		pod("web-1", "default", "web", now.Add(-time.Hour), corev1.PodRunning),
-		pod("web-2", "default", "web", now, corev1.PodRunning),
+		pod("lookalike-7", "default", "web", now.Add(time.Hour), corev1.PodRunning),
 		pod("other-3", "default", "other", now.Add(time.Hour), corev1.PodRunning),
 	)
 	rt := New(c, "k8s")
-	if _, err := rt.Create(ctx, spec.ContainerSpec{Name: "web", Image: "nginx", ExposedPort: 80, ExposeService: true}, "default"); err != nil {
+	created, err := rt.Create(ctx, spec.ContainerSpec{Name: "web", Image: "nginx", ExposedPort: 80, ExposeService: true}, "default")
+	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := rt.Inspect(ctx, mustID(t, "k8s-default|deployment|web"))
+	addOwned(t, c, created.ID, created.UID,
+		pod("web-1", "default", "web", now.Add(-time.Hour), corev1.PodRunning),
+		pod("web-2", "default", "web", now, corev1.PodRunning))
+	info, err := rt.Inspect(ctx, created.ID, created.UID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if info.PodName != "web-2" || info.NodeName != "node-web-2" || info.IPAddress != "web-svc.default.svc.cluster.local" ||
-		!info.Ready || info.Restarts != 2 || info.Image != "img:web-2" || !info.Exists {
+		!info.Ready || info.Restarts != 2 || info.Image != "img:web-2" || !info.Exists || info.UID != created.UID {
 		t.Errorf("Inspect = %+v", info)
 	}
+	// A record without a UID: the pods of the object there now.
+	if info, err := rt.Inspect(ctx, created.ID, ""); err != nil || info.PodName != "web-2" {
+		t.Errorf("Inspect(no UID) = %+v, %v", info, err)
+	}
+	// A record of an older object: its pods are gone; not an error.
+	if info, err := rt.Inspect(ctx, created.ID, "older"); err != nil || info.PodName != "" || !info.Exists {
+		t.Errorf("Inspect(older UID) = %+v, %v", info, err)
+	}
 	// A job reports its pod's IP.
-	c2 := newFake(pod("task-9", "default", "task", now, corev1.PodSucceeded))
+	c2 := newFake(pod("lookalike-8", "default", "task", now.Add(time.Hour), corev1.PodRunning))
 	rt2 := New(c2, "k8s")
-	if _, err := rt2.Create(ctx, spec.ContainerSpec{Name: "task", Image: "busybox", WorkloadKind: "job"}, "default"); err != nil {
+	job, err := rt2.Create(ctx, spec.ContainerSpec{Name: "task", Image: "busybox", WorkloadKind: "job"}, "default")
+	if err != nil {
 		t.Fatal(err)
 	}
-	info, err = rt2.Inspect(ctx, mustID(t, "k8s-default|job|task"))
-	if err != nil || info.IPAddress != "10.0.0.9" || info.PodPhase != "Succeeded" {
+	addOwned(t, c2, job.ID, job.UID, pod("task-9", "default", "task", now, corev1.PodSucceeded))
+	info, err = rt2.Inspect(ctx, job.ID, job.UID)
+	if err != nil || info.IPAddress != "10.0.0.9" || info.PodPhase != "Succeeded" || info.PodName != "task-9" {
 		t.Errorf("Inspect(job) = %+v, %v", info, err)
 	}
 	// Gone from the cluster: not an error, Exists false.
-	info, err = rt2.Inspect(ctx, mustID(t, "k8s-default|job|gone"))
+	info, err = rt2.Inspect(ctx, mustID(t, "k8s-default|job|gone"), "uid-gone")
 	if err != nil || info.Exists {
 		t.Errorf("Inspect(gone) = %+v, %v", info, err)
 	}
@@ -353,9 +498,12 @@ func TestInspect(t *testing.T) {
 
 func TestLogs(t *testing.T) {
 	ctx := context.Background()
-	c := newFake(pod("web-1", "default", "web", time.Now(), corev1.PodRunning))
+	id := mustID(t, "k8s-default|deployment|web")
+	c := newFake(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "dep-web"}},
+		pod("lookalike-2", "default", "web", time.Now().Add(time.Hour), corev1.PodRunning))
+	addOwned(t, c, id, "dep-web", pod("web-1", "default", "web", time.Now(), corev1.PodRunning))
 	var buf bytes.Buffer
-	if err := New(c, "k8s").Logs(ctx, mustID(t, "k8s-default|deployment|web"), LogOptions{Tail: 5, Timestamps: true}, &buf); err != nil {
+	if err := New(c, "k8s").Logs(ctx, id, "dep-web", LogOptions{Tail: 5, Timestamps: true}, &buf); err != nil {
 		t.Fatal(err)
 	}
 	if buf.String() != "fake logs" {
@@ -374,7 +522,15 @@ func TestLogs(t *testing.T) {
 	if opts.TailLines == nil || *opts.TailLines != 5 || !opts.Timestamps {
 		t.Errorf("log options = %+v", opts)
 	}
-	err := New(c, "k8s").Logs(ctx, mustID(t, "k8s-default|deployment|nopods"), LogOptions{Tail: DefaultTail}, &buf)
+	// The fake does not record which pod's logs were read; its error names the pod.
+	c.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		return a.GetSubresource() == "log", nil, apierrors.NewServiceUnavailable("no logs")
+	})
+	err := New(c, "k8s").Logs(ctx, id, "dep-web", LogOptions{Tail: DefaultTail}, &buf)
+	if err == nil || !contains(err.Error(), "(pod web-1)") {
+		t.Errorf("Logs = %v, want the logs of web-1 (the look-alike is newer)", err)
+	}
+	err = New(c, "k8s").Logs(ctx, mustID(t, "k8s-default|deployment|nopods"), "", LogOptions{Tail: DefaultTail}, &buf)
 	if !errors.Is(err, ErrNoPod) {
 		t.Errorf("Logs(no pods) = %v, want ErrNoPod", err)
 	}

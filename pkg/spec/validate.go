@@ -49,7 +49,7 @@ const (
 var Operators = []string{OpIn, OpNotIn, OpExists, OpDoesNotExist, OpGt, OpLt}
 
 // ReservedLabels are set by gobrave on every workload and cannot be replaced.
-var ReservedLabels = []string{"app", "gobrave-workload"}
+var ReservedLabels = []string{"app", "gobrave-workload", "gobrave.dev/kind"}
 
 const dns1123LabelHint = "must be a DNS-1123 label (lower-case letters, digits and '-', at most 63 characters)"
 

@@ -87,6 +87,8 @@ func TestValidate(t *testing.T) {
 		{name: "label app reserved", edit: func(s *ContainerSpec) { s.Labels = map[string]string{"app": "x"} }, wantErr: `labels "app": reserved by gobrave, cannot replace it`},
 		{name: "label gobrave-workload reserved", edit: func(s *ContainerSpec) { s.Labels = map[string]string{"gobrave-workload": "x"} },
 			wantErr: `labels "gobrave-workload": reserved`},
+		{name: "label gobrave.dev/kind reserved", edit: func(s *ContainerSpec) { s.Labels = map[string]string{"gobrave.dev/kind": "deployment"} },
+			wantErr: `labels "gobrave.dev/kind": reserved`},
 		{name: "label bad key", edit: func(s *ContainerSpec) { s.Labels = map[string]string{"bad key": "x"} }, wantErr: `labels key "bad key"`},
 		{name: "label bad value", edit: func(s *ContainerSpec) { s.Labels = map[string]string{"team": "a b"} }, wantErr: `labels "team" value "a b"`},
 		{name: "pull policy", edit: func(s *ContainerSpec) { s.PullPolicy = "always" }, wantErr: `pullPolicy "always": must be Always or IfNotPresent`},

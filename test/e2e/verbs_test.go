@@ -1046,8 +1046,9 @@ func checkFullDeployment(t *testing.T, ns, name, image, node string) {
 		t.Errorf("selector %v", sel)
 	}
 	tmpl := d.Spec.Template
-	if !mapsEqual(tmpl.Labels, wantLabels) {
-		t.Errorf("pod template labels %v, want %v", tmpl.Labels, wantLabels)
+	wantPodLabels := map[string]string{"app": name, "gobrave-workload": name, "team": "platform", "gobrave.dev/kind": "deployment"}
+	if !mapsEqual(tmpl.Labels, wantPodLabels) {
+		t.Errorf("pod template labels %v, want %v", tmpl.Labels, wantPodLabels)
 	}
 	if tmpl.Spec.RestartPolicy != corev1.RestartPolicyAlways {
 		t.Errorf("restartPolicy %s", tmpl.Spec.RestartPolicy)
@@ -1107,8 +1108,8 @@ func checkFullDeployment(t *testing.T, ns, name, image, node string) {
 	if err != nil {
 		t.Fatalf("service %s-svc: %v", name, err)
 	}
-	if svc.Spec.Type != corev1.ServiceTypeClusterIP || !mapsEqual(svc.Spec.Selector, map[string]string{"gobrave-workload": name}) {
-		t.Errorf("service type %s selector %v, want ClusterIP selecting gobrave-workload=%s", svc.Spec.Type, svc.Spec.Selector, name)
+	if svc.Spec.Type != corev1.ServiceTypeClusterIP || !mapsEqual(svc.Spec.Selector, map[string]string{"gobrave-workload": name, "gobrave.dev/kind": "deployment"}) {
+		t.Errorf("service type %s selector %v, want ClusterIP selecting gobrave-workload=%s,gobrave.dev/kind=deployment", svc.Spec.Type, svc.Spec.Selector, name)
 	}
 	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8080 || svc.Spec.Ports[0].TargetPort.IntValue() != 8080 {
 		t.Errorf("service ports %+v, want 8080 -> 8080", svc.Spec.Ports)
