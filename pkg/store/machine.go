@@ -183,7 +183,7 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 	if t.Time.IsZero() {
 		ev.Time = now
 	}
-	if ev.UID == "" {
+	if ev.UID == "" && !t.Retire {
 		ev.UID = w.UID // the event is about the current object
 	}
 	skip := Applied{Event: ev, Workload: w}

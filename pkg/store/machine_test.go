@@ -441,3 +441,86 @@ func TestObservedUniqueIndex(t *testing.T) {
 		t.Errorf("%d requested events, want 2", got)
 	}
 }
+
+// TestRetireNamesTheNewObject: the request that replaces an object is about
+// the new one; its UID is filled in when the object is made.
+func TestRetireNamesTheNewObject(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	w := workload("default", "job", "j")
+	w.UID = "old"
+	mustPut(t, s, w)
+	as, err := s.ApplyBatch(ctx, []Transition{{RuntimeID: w.RuntimeID, Type: StartRequested, Retire: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := as[0].Event.UID; got != "" {
+		t.Errorf("StartRequested about %q before the new object exists, want no UID", got)
+	}
+	if ok, err := s.SetObjectUID(ctx, w.RuntimeID, as[0].Workload.Epoch, "new", ""); err != nil || !ok {
+		t.Fatalf("SetObjectUID = %v, %v", ok, err)
+	}
+	evs, err := s.Events(ctx, w.RuntimeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := evs[len(evs)-1]; got.Type != StartRequested || got.UID != "new" {
+		t.Errorf("last event %s about %q, want StartRequested about new", got.Type, got.UID)
+	}
+	// A later epoch does not take a UID meant for an earlier one.
+	if ok, _ := s.SetObjectUID(ctx, w.RuntimeID, as[0].Workload.Epoch-1, "other", ""); ok {
+		t.Error("SetObjectUID of an older epoch succeeded")
+	}
+}
+
+// TestForgetAndRestore: an intent whose create failed is undone, unless a
+// later request owns the record.
+func TestForgetAndRestore(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+
+	w := workload("default", "deployment", "new")
+	mustPut(t, s, w)
+	if err := s.Forget(ctx, w.RuntimeID, 2); !errors.Is(err, ErrSuperseded) {
+		t.Errorf("Forget at another epoch = %v, want ErrSuperseded", err)
+	}
+	if err := s.Forget(ctx, w.RuntimeID, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, w.RuntimeID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get after Forget = %v, want ErrNotFound", err)
+	}
+	if evs, _ := s.Events(ctx, w.RuntimeID); len(evs) != 0 {
+		t.Errorf("%d events left after Forget", len(evs))
+	}
+
+	old := workload("default", "job", "old")
+	old.UID = "u1"
+	mustPut(t, s, old)
+	if _, _, err := s.Apply(ctx, Transition{RuntimeID: old.RuntimeID, Type: DeleteRequested}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s.Get(ctx, old.RuntimeID)
+	again := old
+	again.UID, again.Spec.Image = "", "busybox:2"
+	if err := s.Put(ctx, again, Transition{Message: "create job.batch/old"}); err != nil {
+		t.Fatal(err)
+	}
+	intent, _ := s.Get(ctx, old.RuntimeID)
+	if err := s.Restore(ctx, before, intent.Epoch, "create failed: forbidden"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Get(ctx, old.RuntimeID)
+	want := before
+	want.Epoch, want.UpdatedAt = intent.Epoch, got.UpdatedAt
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("restored record (-want +got):\n%s", diff)
+	}
+	evs, _ := s.Events(ctx, old.RuntimeID)
+	if last := evs[len(evs)-1]; last.Type != RequestFailed || last.Message != "create failed: forbidden" {
+		t.Errorf("last event %s %q, want RequestFailed", last.Type, last.Message)
+	}
+	if err := s.Restore(ctx, before, intent.Epoch-1, "x"); !errors.Is(err, ErrSuperseded) {
+		t.Errorf("Restore at an older epoch = %v, want ErrSuperseded", err)
+	}
+}

@@ -718,3 +718,53 @@ func TestRecords(t *testing.T) {
 		t.Errorf("Records(nil) = %v, %v", recs, err)
 	}
 }
+
+// TestMigrateSchema1 opens a file written by schema 1 (run, no request):
+// the counter becomes the epoch, the last request is read back from the
+// history, and a job stopping at the time still ends exited when its
+// deletion comes.
+func TestMigrateSchema1(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		migrations[0].sql,
+		"PRAGMA user_version = 1",
+		`INSERT INTO workloads (runtime_id, runtime, namespace, kind, name, uid, spec, state, message, run, created_at, updated_at)
+		 VALUES ('k8s-default|job|j', 'k8s', 'default', 'job', 'j', 'u1', '{}', 'stopping', '', 2, 0, 0)`,
+		`INSERT INTO events (runtime_id, type, message, uid, run, observed, time) VALUES
+		 ('k8s-default|job|j', 'Created', '', 'u1', 1, 0, 0),
+		 ('k8s-default|job|j', 'StartRequested', '', 'u1', 2, 0, 1),
+		 ('k8s-default|job|j', 'ContainerStarted', '', 'u1', 2, 1, 2),
+		 ('k8s-default|job|j', 'StopRequested', '', 'u1', 2, 0, 3)`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	s, _ := openAt(t, path)
+	if v, err := s.SchemaVersion(ctx); err != nil || v != SchemaLatest() {
+		t.Fatalf("schema %d, %v; want %d", v, err, SchemaLatest())
+	}
+	w, err := s.Get(ctx, "k8s-default|job|j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Epoch != 2 || w.Request != StopRequested || w.Expect != ContainerDeleted {
+		t.Errorf("migrated record epoch %d request %q expect %q; want 2, StopRequested, ContainerDeleted", w.Epoch, w.Request, w.Expect)
+	}
+	if _, _, err := s.Apply(ctx, Transition{RuntimeID: w.RuntimeID, Type: ContainerDeleted, UID: "u1"}); err != nil {
+		t.Fatal(err)
+	}
+	if w, _ := s.Get(ctx, w.RuntimeID); w.State != StateExited || w.Message != "stopped" {
+		t.Errorf("after the deletion: %s %q, want exited, stopped", w.State, w.Message)
+	}
+	if err := s.IntegrityCheck(ctx); err != nil {
+		t.Error(err)
+	}
+}
