@@ -1,0 +1,244 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/spec"
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
+)
+
+func newEngine(t *testing.T) (*Engine, *fake.Clientset) {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	c := fakeCluster()
+	return &Engine{Store: st, Client: func(string) (kubernetes.Interface, error) { return c, nil }}, c
+}
+
+func history(t *testing.T, st *store.Store, id string) []string {
+	t.Helper()
+	evs, err := st.Events(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs {
+		out = append(out, string(e.Type))
+	}
+	return out
+}
+
+var web = spec.ContainerSpec{Name: "web", Image: "nginx:1.27"}
+
+// TestIntentBeforeAction: when the API server sees a verb's request, the
+// record already says what was asked, with the new epoch.
+func TestIntentBeforeAction(t *testing.T) {
+	e, c := newEngine(t)
+	ctx := context.Background()
+	var seen []string
+	c.PrependReactor("create", "deployments", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+		w, err := e.Store.Get(ctx, "k8s-default|deployment|web")
+		if err != nil {
+			t.Errorf("create reached the API server with no record: %v", err)
+			return false, nil, nil
+		}
+		seen = append(seen, string(w.State)+"/"+string(w.Request))
+		return false, nil, nil
+	})
+	c.PrependReactor("update", "deployments", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		if a.GetSubresource() == "scale" {
+			w, _ := e.Store.Get(ctx, "k8s-default|deployment|web")
+			seen = append(seen, string(w.State)+"/"+string(w.Request))
+		}
+		return false, nil, nil
+	})
+	w, _, err := e.Create(ctx, "k8s", "default", web)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.UID == "" || w.State != store.StateCreated || w.Epoch != 1 {
+		t.Errorf("after create: %+v", w)
+	}
+	if _, err := e.Apply(ctx, w, store.StopRequested); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"created/Created", "stopping/StopRequested"}, seen); diff != "" {
+		t.Errorf("record when the API server was called (-want +got):\n%s", diff)
+	}
+}
+
+// TestFailedActionIsCompensated: a refused action records RequestFailed
+// and puts the state back; the epoch stays raised.
+func TestFailedActionIsCompensated(t *testing.T) {
+	e, c := newEngine(t)
+	ctx := context.Background()
+	w, _, err := e.Create(ctx, "k8s", "default", web)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.PrependReactor("get", "deployments", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		if a.GetSubresource() == "scale" {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web", errors.New("no"))
+		}
+		return false, nil, nil
+	})
+	res, err := e.Apply(ctx, w, store.StopRequested)
+	if err == nil || !apierrors.IsForbidden(errors.Unwrap(err)) && !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("Apply = %v, want forbidden", err)
+	}
+	got := res.Workload
+	if got.State != store.StateCreated || got.Epoch != 2 || !strings.Contains(got.Message, "forbidden") {
+		t.Errorf("record after a refused stop: state %s epoch %d message %q; want created, 2, the error", got.State, got.Epoch, got.Message)
+	}
+	if diff := cmp.Diff([]string{"Created", "StopRequested", "RequestFailed"}, history(t, e.Store, w.RuntimeID)); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
+	}
+}
+
+// TestFailedCreateLeavesNothing: a create the API server refuses leaves no
+// record for a new ID, and the old record for a known one.
+func TestFailedCreateLeavesNothing(t *testing.T) {
+	e, c := newEngine(t)
+	ctx := context.Background()
+	c.PrependReactor("create", "services", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "services"}, "web-svc", errors.New("quota"))
+	})
+	s := web
+	s.ExposeService, s.ExposedPort = true, 80
+	if _, _, err := e.Create(ctx, "k8s", "default", s); err == nil {
+		t.Fatal("Create succeeded")
+	}
+	if _, err := e.Store.Get(ctx, "k8s-default|deployment|web"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("record after a refused create: %v, want none", err)
+	}
+	if ds, _ := c.AppsV1().Deployments("default").List(ctx, metav1.ListOptions{}); len(ds.Items) != 0 {
+		t.Errorf("%d deployments left after a refused create", len(ds.Items))
+	}
+
+	// Known before (deleted): put back as it was.
+	w, _, err := e.Create(ctx, "k8s", "default", web)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Apply(ctx, w, store.DeleteRequested); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := e.Store.Get(ctx, w.RuntimeID)
+	if _, _, err := e.Create(ctx, "k8s", "default", s); err == nil {
+		t.Fatal("Create succeeded")
+	}
+	after, _ := e.Store.Get(ctx, w.RuntimeID)
+	if after.State != store.StateDeleted || after.UID != before.UID || after.Spec.ExposeService {
+		t.Errorf("record after a refused re-create: %+v, want it as before (%+v)", after, before)
+	}
+}
+
+// TestAlreadyThereIsConfirmedAtOnce: a stop of a stopped deployment and a
+// start of a running one end in their state without a monitor.
+func TestAlreadyThereIsConfirmedAtOnce(t *testing.T) {
+	e, c := newEngine(t)
+	ctx := context.Background()
+	w, _, err := e.Create(ctx, "k8s", "default", web)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setStatus := func(ready int32) {
+		d, _ := c.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{})
+		d.Status = appsv1.DeploymentStatus{Replicas: ready, ReadyReplicas: ready}
+		if _, err := c.AppsV1().Deployments("default").UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setStatus(1)
+	for i := range 2 {
+		res, err := e.Apply(ctx, w, store.StartRequested)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Workload.State != store.StateRunning {
+			t.Errorf("start %d of a running deployment: %s, want running", i+1, res.Workload.State)
+		}
+		w = res.Workload
+	}
+	setStatus(0)
+	for i := range 2 {
+		res, err := e.Apply(ctx, w, store.StopRequested)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Workload.State != store.StateExited {
+			t.Errorf("stop %d of a stopped deployment: %s, want exited", i+1, res.Workload.State)
+		}
+		w = res.Workload
+	}
+	want := []string{"Created", "StartRequested", "ContainerStarted", "StartRequested", "ContainerStarted",
+		"StopRequested", "ContainerExited", "StopRequested", "ContainerExited"}
+	if diff := cmp.Diff(want, history(t, e.Store, w.RuntimeID)); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
+	}
+}
+
+var deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+
+// fakeCluster is a fake clientset that stamps UIDs on create and supports
+// the deployments' scale subresource (the fake's tracker does not).
+func fakeCluster() *fake.Clientset {
+	c := fake.NewClientset()
+	var seq atomic.Int64
+	c.PrependReactor("create", "*", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		if obj, ok := a.(k8stesting.CreateAction).GetObject().(metav1.Object); ok && obj.GetUID() == "" {
+			obj.SetUID(types.UID(fmt.Sprintf("uid-%s-%d", obj.GetName(), seq.Add(1))))
+		}
+		return false, nil, nil
+	})
+	c.PrependReactor("get", "deployments", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		if a.GetSubresource() != "scale" {
+			return false, nil, nil
+		}
+		obj, err := c.Tracker().Get(deploymentsGVR, a.GetNamespace(), a.(k8stesting.GetAction).GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		d := obj.(*appsv1.Deployment)
+		return true, &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: d.Namespace, UID: d.UID, ResourceVersion: d.ResourceVersion},
+			Spec: autoscalingv1.ScaleSpec{Replicas: *d.Spec.Replicas}}, nil
+	})
+	c.PrependReactor("update", "deployments", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		if a.GetSubresource() != "scale" {
+			return false, nil, nil
+		}
+		sc := a.(k8stesting.UpdateAction).GetObject().(*autoscalingv1.Scale)
+		obj, err := c.Tracker().Get(deploymentsGVR, a.GetNamespace(), sc.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		d := obj.(*appsv1.Deployment).DeepCopy()
+		d.Spec.Replicas = &sc.Spec.Replicas
+		if err := c.Tracker().Update(deploymentsGVR, d, d.Namespace); err != nil {
+			return true, nil, err
+		}
+		return true, sc, nil
+	})
+	return c
+}
