@@ -15,9 +15,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
@@ -124,8 +126,14 @@ func (e *Engine) Apply(ctx context.Context, w store.Workload, verb store.EventTy
 	}
 	dbCtx := context.WithoutCancel(ctx)
 	if err != nil {
-		// 3a. Compensate: the request did not happen.
+		// 3a. Compensate: the request did not happen. When its outcome is
+		// unknown (interrupted, timed out, the connection broke) the record
+		// stays in its transitional state for a monitor to settle.
 		ft := store.Transition{RuntimeID: w.RuntimeID, Type: store.RequestFailed, Epoch: epoch, Restore: w.State, Message: err.Error()}
+		if outcomeUnknown(ctx, err) {
+			ft.Restore = ""
+			ft.Message = "outcome unknown (" + err.Error() + "): the next monitor or 'kubectl gobrave recover --once' records what happened"
+		}
 		if t.Retire {
 			ft.UID = w.UID
 		}
@@ -291,6 +299,22 @@ func (e *Engine) now() time.Time {
 		return e.Now().UTC()
 	}
 	return time.Now().UTC()
+}
+
+// outcomeUnknown reports whether err leaves open whether the API server
+// carried out the request: only a definite refusal (a 4xx status other than
+// timeout and throttling) says it did not.
+func outcomeUnknown(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := status.Status().Code
+		return code < 400 || code >= 500 || code == 408 || code == 429
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
 }
 
 func verbName(t store.EventType) string {

@@ -242,3 +242,47 @@ func fakeCluster() *fake.Clientset {
 	})
 	return c
 }
+
+// TestUnknownOutcomeStaysTransitional: an action whose outcome is unknown
+// (the server timed out, the user interrupted) leaves the record starting
+// or stopping for a monitor to settle, instead of putting back a terminal
+// state that recover would skip while the object runs.
+func TestUnknownOutcomeStaysTransitional(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want store.State
+	}{
+		{"server timeout", apierrors.NewServerTimeout(schema.GroupResource{Group: "apps", Resource: "deployments"}, "update", 1), store.StateStarting},
+		{"throttled", apierrors.NewTooManyRequests("slow down", 1), store.StateStarting},
+		{"interrupted", context.Canceled, store.StateStarting},
+		{"refused", apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web", errors.New("no")), store.StateExited},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, c := newEngine(t)
+			ctx := context.Background()
+			w, _, err := e.Create(ctx, "k8s", "default", web)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := e.Apply(ctx, w, store.StopRequested) // the fake confirms: exited
+			if err != nil || res.Workload.State != store.StateExited {
+				t.Fatalf("stop: %v, %s", err, res.Workload.State)
+			}
+			c.PrependReactor("update", "deployments", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+				return true, nil, tt.err
+			})
+			res, err = e.Apply(ctx, res.Workload, store.StartRequested)
+			if err == nil {
+				t.Fatal("start succeeded")
+			}
+			if res.Workload.State != tt.want {
+				t.Errorf("state %s after %v, want %s", res.Workload.State, tt.err, tt.want)
+			}
+			if h := history(t, e.Store, w.RuntimeID); h[len(h)-1] != "RequestFailed" {
+				t.Errorf("history %v, want RequestFailed last", h)
+			}
+		})
+	}
+}
