@@ -71,12 +71,33 @@ func (e *Engine) Apply(ctx context.Context, w store.Workload, verb store.EventTy
 	}
 	name := verbName(verb)
 
-	// Read-only checks and plans: nothing recorded, nothing changed.
+	// Read-only checks and plans: nothing recorded, nothing changed. The
+	// object is read first, so that a server that cannot be reached (or
+	// refuses) leaves the database as it was.
+	if verb == store.StopRequested || verb == store.PauseRequested {
+		if w.State == store.StateDeleted {
+			return Result{Workload: w}, fmt.Errorf("%s %s: %w (create it again with 'kubectl gobrave create')", name, id, ErrDeleted)
+		}
+	}
+	obj, err := k.Get(ctx, client, id.Namespace, id.Name)
+	gone := apierrors.IsNotFound(err)
+	switch {
+	case gone:
+		obj = nil
+	case err != nil:
+		return Result{Workload: w}, fmt.Errorf("%s %s: %w", name, id, err)
+	}
+	if gone && verb != store.DeleteRequested && k.StopExpect() != store.ContainerDeleted {
+		// A kind whose stop is not a deletion can neither stop nor start
+		// what is gone: record what the read found, and say so.
+		cur := e.observeGone(ctx, w)
+		return Result{Workload: cur, Gone: true}, fmt.Errorf("%s %s: the %s no longer exists in the cluster (recorded as %s; create it again with 'kubectl gobrave create')", name, id, id.Kind, cur.State)
+	}
 	t := store.Transition{RuntimeID: w.RuntimeID, Type: verb}
 	var plan runtime.StartPlan
 	switch verb {
 	case store.StartRequested, store.ResumeRequested:
-		if plan, err = k.PlanStart(ctx, client, id); err != nil {
+		if plan, err = k.PlanStart(id, obj); err != nil {
 			return Result{Workload: w}, err
 		}
 		t.Message, t.Retire = plan.Message, plan.Replace
@@ -84,9 +105,6 @@ func (e *Engine) Apply(ctx context.Context, w store.Workload, verb store.EventTy
 			t.UID = plan.UID
 		}
 	case store.StopRequested, store.PauseRequested:
-		if w.State == store.StateDeleted {
-			return Result{Workload: w}, fmt.Errorf("%s %s: %w (create it again with 'kubectl gobrave create')", name, id, ErrDeleted)
-		}
 		t.Expect = k.StopExpect()
 		t.Message = k.StopAction()
 	case store.DeleteRequested:
@@ -155,13 +173,19 @@ func (e *Engine) Apply(ctx context.Context, w store.Workload, verb store.EventTy
 	if err != nil {
 		return Result{Workload: intent}, err
 	}
-	if !found {
-		// A kind whose stop is not a deletion cannot stop what is gone.
-		if verb != store.DeleteRequested && k.StopExpect() != store.ContainerDeleted {
-			return Result{Workload: cur, Gone: true}, fmt.Errorf("%s %s: the deployment no longer exists in the cluster (recorded as %s; create it again with 'kubectl gobrave create')", name, id, cur.State)
-		}
-	}
 	return Result{Workload: cur, Gone: !found}, nil
+}
+
+// observeGone records that w's object is not in the cluster, as a monitor
+// would, and returns the record.
+func (e *Engine) observeGone(ctx context.Context, w store.Workload) store.Workload {
+	dbCtx := context.WithoutCancel(ctx)
+	_, _, _ = e.Store.Apply(dbCtx, store.Transition{RuntimeID: w.RuntimeID, Type: store.ContainerDeleted, UID: w.UID, Epoch: w.Epoch,
+		Message: "not found in the cluster"})
+	if cur, err := e.Store.Get(dbCtx, w.RuntimeID); err == nil {
+		return cur
+	}
+	return w
 }
 
 // confirm reads the object once and records what its status says under the
@@ -252,6 +276,13 @@ func (e *Engine) Create(ctx context.Context, rt string, namespace string, s spec
 			spec.ErrInvalid, id, old.State, id.Kind+"/"+id.Name)
 	}
 
+	// Read first: an unreachable server, or an object of that name made
+	// outside gobrave, leaves the database as it was.
+	if _, err := k.Get(ctx, client, namespace, id.Name); err == nil {
+		return store.Workload{}, runtime.Created{}, fmt.Errorf("create %s %q in namespace %q: it already exists (choose another name, or remove it with 'kubectl gobrave delete' or kubectl)", id.Kind, id.Name, namespace)
+	} else if !apierrors.IsNotFound(err) {
+		return store.Workload{}, runtime.Created{}, fmt.Errorf("create %s %q in namespace %q: %w", id.Kind, id.Name, namespace, err)
+	}
 	what, svc := k.Resource()+"/"+id.Name, ""
 	if objs.Service != nil {
 		svc = ", service/" + objs.Service.Name

@@ -92,8 +92,11 @@ func (deploymentKind) Create(ctx context.Context, c kubernetes.Interface, namesp
 	return out, nil
 }
 
-func (deploymentKind) PlanStart(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (StartPlan, error) {
-	return StartPlan{Message: "scale to 1"}, nil
+func (deploymentKind) PlanStart(id runtimeid.ID, obj metav1.Object) (StartPlan, error) {
+	if obj == nil {
+		return StartPlan{}, fmt.Errorf("start %s: the deployment %w (create it again with 'kubectl gobrave create')", id, ErrGone)
+	}
+	return StartPlan{UID: string(obj.GetUID()), Message: "scale to 1"}, nil
 }
 
 func (deploymentKind) Start(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, _ StartPlan, _ *spec.ContainerSpec) (StartResult, error) {

@@ -57,13 +57,11 @@ func (jobKind) Create(ctx context.Context, c kubernetes.Interface, namespace str
 
 // PlanStart: a job that runs is left alone; one that is gone, finished or
 // being deleted (a stop still in progress) is replaced.
-func (jobKind) PlanStart(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (StartPlan, error) {
-	job, err := c.BatchV1().Jobs(id.Namespace).Get(ctx, id.Name, metav1.GetOptions{})
+func (jobKind) PlanStart(id runtimeid.ID, obj metav1.Object) (StartPlan, error) {
+	job, _ := obj.(*batchv1.Job)
 	switch {
-	case apierrors.IsNotFound(err):
+	case job == nil:
 		return StartPlan{Replace: true, Message: "create the job again from the recorded spec"}, nil
-	case err != nil:
-		return StartPlan{}, fmt.Errorf("start %s: %w", id, err)
 	case job.DeletionTimestamp != nil:
 		return StartPlan{UID: string(job.UID), Replace: true, Message: "create the job again from the recorded spec once the old one is gone"}, nil
 	case jobFinished(job):
@@ -77,7 +75,7 @@ func (jobKind) Start(ctx context.Context, c kubernetes.Interface, id runtimeid.I
 		return StartResult{UID: plan.UID}, nil
 	}
 	if s == nil || s.Image == "" {
-		return StartResult{}, fmt.Errorf("start %s: %w and its spec is unknown here, so it cannot run again (create it with 'kubectl gobrave create')", id, ErrGone)
+		return StartResult{}, fmt.Errorf("start %s: the job %w and its spec is unknown here, so it cannot run again (create it with 'kubectl gobrave create')", id, ErrGone)
 	}
 	if plan.UID != "" {
 		if err := deleteJobAndWait(ctx, c, id, types.UID(plan.UID)); err != nil {

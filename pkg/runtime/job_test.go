@@ -33,7 +33,7 @@ func TestJobStartWaitsForTheOldJobBounded(t *testing.T) {
 		defer func(d time.Duration) { JobGoneTimeout = d }(JobGoneTimeout)
 		JobGoneTimeout = 300 * time.Millisecond
 		k := jobKind{}
-		plan, err := k.PlanStart(context.Background(), c, id)
+		plan, err := k.PlanStart(id, old)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestJobStartWaitsForTheOldJobBounded(t *testing.T) {
 	t.Run("goes away", func(t *testing.T) {
 		c := fake.NewClientset(old.DeepCopy())
 		k := jobKind{}
-		plan, err := k.PlanStart(context.Background(), c, id)
+		plan, err := k.PlanStart(id, old)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,9 +63,14 @@ func TestJobStartWaitsForTheOldJobBounded(t *testing.T) {
 			t.Errorf("Start = %+v, want the job created again", res)
 		}
 	})
+	t.Run("gone is created again", func(t *testing.T) {
+		plan, err := jobKind{}.PlanStart(id, nil)
+		if err != nil || !plan.Replace || plan.UID != "" {
+			t.Errorf("plan %+v, %v; want Replace with no UID", plan, err)
+		}
+	})
 	t.Run("running is left alone", func(t *testing.T) {
-		c := fake.NewClientset(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "task", Namespace: "ns", UID: "run"}})
-		plan, err := jobKind{}.PlanStart(context.Background(), c, id)
+		plan, err := jobKind{}.PlanStart(id, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "task", Namespace: "ns", UID: "run"}})
 		if err != nil {
 			t.Fatal(err)
 		}

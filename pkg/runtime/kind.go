@@ -35,9 +35,10 @@ type Kind interface {
 	// half-made when it fails.
 	Create(ctx context.Context, c kubernetes.Interface, namespace string, objs Objects) (Created, error)
 
-	// PlanStart reads, without changing anything, what Start will do, so
-	// that the intent recorded before it can say so (StartPlan.Replace).
-	PlanStart(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (StartPlan, error)
+	// PlanStart says, from the object as read (nil when it is not in the
+	// cluster), what Start will do, so that the intent recorded before it
+	// can say so (StartPlan.Replace). Pure.
+	PlanStart(id runtimeid.ID, obj metav1.Object) (StartPlan, error)
 	// Start carries out plan. s is the recorded spec (nil when unknown).
 	Start(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, plan StartPlan, s *spec.ContainerSpec) (StartResult, error)
 	// Stop stops the workload and says whether its object was there.

@@ -14,9 +14,9 @@ import (
 	"github.com/gobrave/kubectl-gobrave/pkg/spec"
 )
 
-// ErrGone is returned by Start for a job that no longer exists in the
+// ErrGone is returned by Start for a workload that no longer exists in the
 // cluster and whose spec is unknown, so it cannot be created again.
-var ErrGone = errors.New("workload no longer exists in the cluster")
+var ErrGone = errors.New("no longer exists in the cluster")
 
 // Runtime carries out lifecycle operations for one runtime name (k8s or k3s)
 // on one cluster.
@@ -122,7 +122,14 @@ func (r *Runtime) Start(ctx context.Context, id runtimeid.ID, s *spec.ContainerS
 	if err != nil {
 		return StartResult{}, fmt.Errorf("start %s: %w", id, err)
 	}
-	plan, err := k.PlanStart(ctx, r.Client, id)
+	obj, err := k.Get(ctx, r.Client, id.Namespace, id.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		obj = nil
+	case err != nil:
+		return StartResult{}, fmt.Errorf("start %s: %w", id, err)
+	}
+	plan, err := k.PlanStart(id, obj)
 	if err != nil {
 		return StartResult{}, err
 	}
