@@ -87,6 +87,13 @@ func (e *Engine) Apply(ctx context.Context, w store.Workload, verb store.EventTy
 	case err != nil:
 		return Result{Workload: w}, fmt.Errorf("%s %s: %w", name, id, err)
 	}
+	if obj != nil && w.UID != "" && string(obj.GetUID()) != w.UID {
+		// Not the recorded object: someone else's of the same name. Leave it
+		// alone; the recorded one is gone.
+		cur := e.observeGone(ctx, w)
+		return Result{Workload: cur, Gone: true}, fmt.Errorf("%s %s: the %s named %s in the cluster is another object (uid %s, recorded %s), left alone; the record is now %s (take the object over with 'kubectl gobrave adopt -n %s')",
+			name, id, id.Kind, id.Name, obj.GetUID(), w.UID, cur.State, id.Namespace)
+	}
 	if gone && verb != store.DeleteRequested && k.StopExpect() != store.ContainerDeleted {
 		// A kind whose stop is not a deletion can neither stop nor start
 		// what is gone: record what the read found, and say so.

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/spec"
 	"github.com/gobrave/kubectl-gobrave/pkg/store"
@@ -282,6 +283,43 @@ func TestUnknownOutcomeStaysTransitional(t *testing.T) {
 			}
 			if h := history(t, e.Store, w.RuntimeID); h[len(h)-1] != "RequestFailed" {
 				t.Errorf("history %v, want RequestFailed last", h)
+			}
+		})
+	}
+}
+
+// TestForeignObjectIsLeftAlone: an object of the recorded name with another
+// UID is not the record's: no verb acts on it.
+func TestForeignObjectIsLeftAlone(t *testing.T) {
+	for _, verb := range []store.EventType{store.StopRequested, store.StartRequested, store.DeleteRequested} {
+		t.Run(string(verb), func(t *testing.T) {
+			e, c := newEngine(t)
+			ctx := context.Background()
+			w, _, err := e.Create(ctx, "k8s", "default", web)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Replaced behind gobrave's back by an object of the same name.
+			if err := c.AppsV1().Deployments("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			other := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "theirs"},
+				Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3)}}
+			if _, err := c.AppsV1().Deployments("default").Create(ctx, other, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			c.ClearActions()
+			res, err := e.Apply(ctx, w, verb)
+			if err == nil || !strings.Contains(err.Error(), "another object (uid theirs") {
+				t.Fatalf("Apply = %v, want a refusal naming the other object", err)
+			}
+			for _, a := range c.Actions() {
+				if a.GetVerb() != "get" {
+					t.Errorf("%s %s/%s sent to the other object", a.GetVerb(), a.GetResource().Resource, a.GetSubresource())
+				}
+			}
+			if res.Workload.State != store.StateDeleted || res.Workload.UID != w.UID {
+				t.Errorf("record %s uid %s, want deleted (the recorded object is gone) and %s", res.Workload.State, res.Workload.UID, w.UID)
 			}
 		})
 	}
