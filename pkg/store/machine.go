@@ -220,12 +220,14 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 			uid = t.UID
 		}
 	case t.Type == RequestFailed:
-		if (t.Epoch == 0 || t.Epoch == w.Epoch) && t.Restore.known() {
+		current := t.Epoch == 0 || t.Epoch == w.Epoch
+		if current && t.Restore.known() {
 			next = t.Restore // no later request: back to where it was
-		} else {
+		}
+		if !current {
 			msg = w.Message // a later request owns the record now
 		}
-		if t.UID != "" {
+		if current && t.UID != "" {
 			uid = t.UID
 		}
 	default:

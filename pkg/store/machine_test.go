@@ -244,6 +244,18 @@ func TestApply(t *testing.T) {
 			wantEvents:  []EventType{StartRequested, StopRequested, RequestFailed},
 		},
 		{
+			// Found by the e2e random walk: a start and a resume of a deleted
+			// job raced; the start's compensation must not put the old UID back.
+			name: "a superseded failure keeps the later request's object",
+			kind: "job",
+			uid:  "old",
+			ts: []Transition{{Type: StartRequested, Retire: true}, {Type: ResumeRequested, Retire: true},
+				{Type: ContainerStarted, UID: "new"}, {Type: RequestFailed, Epoch: 2, Restore: StateDeleted, UID: "old", Message: "already exists"}},
+			wantApplied: []bool{true, true, true, true},
+			want:        want{StateRunning, "", "new", 3},
+			wantEvents:  []EventType{StartRequested, ResumeRequested, ContainerStarted, RequestFailed},
+		},
+		{
 			// Issue 12, case 3: the old job's deletion does not end the new run.
 			name: "a job replaced by a new one",
 			kind: "job",
