@@ -119,16 +119,20 @@ func deleteJobAndWait(ctx context.Context, c kubernetes.Interface, id runtimeid.
 	var last *batchv1.Job
 	err = wait.PollUntilContextCancel(wctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		j, err := jobs.Get(ctx, id.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) || (err == nil && j.UID != uid) {
+		switch {
+		case apierrors.IsNotFound(err) || (err == nil && j.UID != uid):
 			return true, nil
+		case err != nil:
+			// Not yet known: the poll's own deadline decides.
+			return false, nil
 		}
 		last = j
-		return false, err
+		return false, nil
 	})
 	if err == nil {
 		return nil
 	}
-	if ctx.Err() == nil && wctx.Err() != nil {
+	if ctx.Err() == nil {
 		fin := "none"
 		if last != nil && len(last.Finalizers) > 0 {
 			fin = strings.Join(last.Finalizers, ", ")
