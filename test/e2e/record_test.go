@@ -14,20 +14,32 @@ package e2e
 // by the harness's bound on a command (runTimeout), never passed by its own timeout.
 
 import (
+	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
+
+// holdFinalizer is a finalizer of the tests' own: a Job that carries it stays in the cluster,
+// being deleted, until the test removes it, and the plugin's start waits for it to go.
+const holdFinalizer = "gobrave.test/hold"
 
 // resourceOf is kubectl's resource.group of a kind, as the plugin's confirmations print it.
 var resourceOf = map[string]string{runtimeid.KindDeployment: "deployment.apps", runtimeid.KindJob: "job.batch"}
@@ -37,6 +49,10 @@ var pastOf = map[string]string{"start": "started", "stop": "stopped", "pause": "
 
 // requestOf is the requested event a verb records.
 var requestOf = map[string]string{"start": "StartRequested", "stop": "StopRequested", "pause": "PauseRequested", "resume": "ResumeRequested", "delete": "DeleteRequested"}
+
+// epochTypes are the requested events that raise a record's epoch: every request but
+// RequestFailed (pkg/store). An observed event is recorded once per object, type and epoch.
+var epochTypes = []string{"Created", "StartRequested", "StopRequested", "PauseRequested", "ResumeRequested", "DeleteRequested", "Adopted"}
 
 // id is the runtime ID of kind/name in the test's namespace.
 func (e *monEnv) id(kind, name string) string {
@@ -80,6 +96,26 @@ func requireEventTypes(t *testing.T, evs []monEvent, want ...string) {
 	}
 }
 
+// sinceLast returns the events after the last one of type typ (nil when there is none).
+func sinceLast(evs []monEvent, typ string) []monEvent {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type == typ {
+			return evs[i+1:]
+		}
+	}
+	return nil
+}
+
+// lastRequest is the type of the last epoch-raising event of a history ("" when none).
+func lastRequest(evs []monEvent) string {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if slices.Contains(epochTypes, evs[i].Type) {
+			return evs[i].Type
+		}
+	}
+	return ""
+}
+
 // checkPrintedRecorded checks that every event a monitor printed (-o json) is in the database.
 // A requested event of another process may be printed before the request has made its object:
 // the store fills in its UID afterwards (SetObjectUID), so a printed empty UID matches any.
@@ -107,6 +143,18 @@ func checkPrintedRecorded(t *testing.T, stdout string, recorded []monEvent) {
 // pid is the plugin's process ID: kubectl exec()s the plugin, so it keeps kubectl's.
 func (p *monProc) pid() int { return p.cmd.Process.Pid }
 
+// kill kills the plugin with SIGKILL, as a crash would, and waits until it is gone (reaped).
+func (p *monProc) kill() {
+	p.t.Helper()
+	if p.exited() {
+		p.t.Fatalf("kubectl gobrave %s ended before the kill:\n%s", strings.Join(p.args, " "), p.result())
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		p.t.Fatal(err)
+	}
+	<-p.done
+}
+
 // leaseHolder reads who holds the lease of id in the test's database (pkg/store: no verb shows it).
 func (e *monEnv) leaseHolder(id string) (store.Owner, bool, error) {
 	st, err := store.Open(e.t.Context(), filepath.Join(e.home, "state.db"))
@@ -133,11 +181,156 @@ func (e *monEnv) waitLeasedBy(id string, pid int) {
 	})
 }
 
+// lockDB takes the write lock of the test's database (BEGIN IMMEDIATE), as a long write of
+// another process would: every write of the plugin waits (busy timeout, then retries) until
+// unlock. Reads still work (WAL). The lock is released at the end of the test at the latest.
+func (e *monEnv) lockDB() (unlock func()) {
+	t := e.t
+	t.Helper()
+	dsn := "file:" + filepath.Join(e.home, "state.db")
+	db, err := sql.Open("sqlite", dsn+"?_pragma=busy_timeout(10000)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.BeginTx(t.Context(), nil)
+	if err != nil {
+		db.Close()
+		t.Fatalf("lock the state database: %v", err)
+	}
+	var once sync.Once
+	unlock = func() {
+		once.Do(func() {
+			_ = tx.Rollback()
+			_ = db.Close()
+		})
+	}
+	t.Cleanup(unlock)
+	// The lock is real: another writer that does not wait is refused.
+	probe, err := sql.Open("sqlite", dsn+"?_pragma=busy_timeout(0)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	if ptx, err := probe.BeginTx(t.Context(), nil); err == nil {
+		_ = ptx.Rollback()
+		t.Fatal("BEGIN IMMEDIATE did not lock the state database: another writer got in")
+	}
+	return unlock
+}
+
 func getJob(t testing.TB, ns, name string) (*batchv1.Job, error) {
 	return client(t).BatchV1().Jobs(ns).Get(t.Context(), name, metav1.GetOptions{})
 }
 
 func jobRunning(j *batchv1.Job) bool { return j.Status.Ready != nil && *j.Status.Ready > 0 }
+
+// addJobFinalizer puts holdFinalizer on the job; the end of the test removes it if it is still
+// there, so that the namespace can go.
+func addJobFinalizer(t *testing.T, ns, name string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"finalizers":[%q]}}`, holdFinalizer)
+	if _, err := client(t).BatchV1().Jobs(ns).Patch(t.Context(), name, k8stypes.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("add finalizer %s to job %s/%s: %v", holdFinalizer, ns, name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := dropJobFinalizer(ctx, client(t), ns, name); err != nil {
+			t.Errorf("remove finalizer %s from job %s/%s: %v", holdFinalizer, ns, name, err)
+		}
+	})
+}
+
+// removeJobFinalizer takes holdFinalizer off the job: a deletion it held completes.
+func removeJobFinalizer(t *testing.T, ns, name string) {
+	t.Helper()
+	if err := dropJobFinalizer(t.Context(), client(t), ns, name); err != nil {
+		t.Fatalf("remove finalizer %s from job %s/%s: %v", holdFinalizer, ns, name, err)
+	}
+}
+
+func dropJobFinalizer(ctx context.Context, c kubernetes.Interface, ns, name string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		j, err := c.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(j.Finalizers, holdFinalizer) {
+			return nil
+		}
+		j.Finalizers = slices.DeleteFunc(j.Finalizers, func(f string) bool { return f == holdFinalizer })
+		_, err = c.BatchV1().Jobs(ns).Update(ctx, j, metav1.UpdateOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+}
+
+// waitJobTerminating waits until the job is being deleted (and held: it is still there).
+func waitJobTerminating(t *testing.T, ns, name string) *batchv1.Job {
+	t.Helper()
+	var job *batchv1.Job
+	waitFor(t, waitTimeout, func() (bool, error) {
+		j, err := getJob(t, ns, name)
+		if err != nil {
+			return false, err
+		}
+		job = j
+		if j.DeletionTimestamp == nil {
+			return false, fmt.Errorf("job %s/%s is not being deleted", ns, name)
+		}
+		return true, nil
+	})
+	return job
+}
+
+// waitJobGone waits until the job with uid is gone (its name free, or taken by another object).
+func waitJobGone(t *testing.T, ns, name, uid string) {
+	t.Helper()
+	waitFor(t, waitTimeout, func() (bool, error) {
+		j, err := getJob(t, ns, name)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if string(j.UID) != uid {
+			return true, nil
+		}
+		return false, fmt.Errorf("job %s/%s %s still exists (finalizers %v)", ns, name, uid, j.Finalizers)
+	})
+}
+
+// waitJobReplaced waits until a job of that name with another UID than old is running.
+func waitJobReplaced(t *testing.T, ns, name, old string) *batchv1.Job {
+	t.Helper()
+	var job *batchv1.Job
+	waitFor(t, waitTimeout, func() (bool, error) {
+		j, err := getJob(t, ns, name)
+		if err != nil {
+			return false, err
+		}
+		if string(j.UID) == old || !jobRunning(j) {
+			return false, fmt.Errorf("job %s/%s: uid %s (old %s), ready %v", ns, name, j.UID, old, j.Status.Ready)
+		}
+		job = j
+		return true, nil
+	})
+	return job
+}
+
+// heldJob creates a job that runs until it is deleted and waits until it is recorded running.
+func (e *monEnv) heldJob(name string) (id, uid string) {
+	e.t.Helper()
+	id = e.create(monJob(name, labelHold+"=true"))[0]
+	e.runOK("wait", id, "--for=started", "--timeout=10m")
+	return id, e.recordOf(id).UID
+}
 
 // requireExit checks a command's exit code and, for a failure, that stderr is one error line.
 func requireExit(t *testing.T, what string, r result, code int) {
@@ -253,4 +446,156 @@ func TestRecordStartUnderLease(t *testing.T) {
 			checkPrintedRecorded(t, r.stdout, e.events(id))
 		})
 	}
+}
+
+// TestRecordStopThenStart (issue 12, case 3): `stop job/x` then `start job/x` ends with the job
+// running again under a new UID, never deleted: the start waits for the stop's foreground
+// deletion to finish before it creates the job again, and the old job's deletion is ignored.
+func TestRecordStopThenStart(t *testing.T) {
+	requireCluster(t)
+	t.Parallel()
+
+	t.Run("back to back while a monitor follows", func(t *testing.T) {
+		t.Parallel()
+		e := newMonEnv(t)
+		id, oldUID := e.heldJob("task")
+		mon := e.start("monitor", "--all", "--follow", "-o", "json")
+		e.waitLeasedBy(id, mon.pid())
+
+		r := e.run("stop", id)
+		requireExit(t, "stop", r, 0)
+		r = e.run("start", id, "--wait", "--timeout=10m")
+		requireExit(t, "start --wait right after stop", r, 0)
+		if w := fmt.Sprintf("job.batch/task started (%s)\n", id); r.stdout != w {
+			t.Errorf("start printed %q, want %q", r.stdout, w)
+		}
+		j := waitJobReplaced(t, e.ns, "task", oldUID)
+		e.checkRecord(id, "running", string(j.UID))
+		// The old job is gone (its name was taken again): whatever the monitor saw of it is in.
+		printed := mon.interrupt()
+		if got := lastLine(e.runOK("recover", "--once").stdout); got != "reattached 1, changed 0, now terminal 0" {
+			t.Errorf("recover --once: %q, want the running job reattached and nothing changed", got)
+		}
+		e.checkRecord(id, "running", string(j.UID))
+		evs := e.events(id)
+		after := sinceLast(evs, "StartRequested")
+		if !slices.ContainsFunc(after, func(ev monEvent) bool { return ev.Type == "ContainerStarted" && ev.UID == string(j.UID) }) ||
+			slices.ContainsFunc(after, func(ev monEvent) bool { return ev.Type != "ContainerStarted" }) {
+			t.Errorf("after StartRequested: %v, want only ContainerStarted of the new job %s; history:\n%s", typesOf(after), j.UID, formatEvents(evs))
+		}
+		checkPrintedRecorded(t, printed.stdout, evs)
+	})
+
+	t.Run("start waits for the deletion a finalizer holds", func(t *testing.T) {
+		t.Parallel()
+		e := newMonEnv(t)
+		id, oldUID := e.heldJob("task")
+		addJobFinalizer(t, e.ns, "task")
+		requireExit(t, "stop", e.run("stop", id), 0)
+		waitJobTerminating(t, e.ns, "task")
+
+		start := e.start("start", id, "--wait", "--timeout=10m")
+		e.waitStates(waitTimeout, map[string]string{id: "starting"})
+		// The old job is held: nothing new may exist yet, and the start is still waiting.
+		if j, err := getJob(t, e.ns, "task"); err != nil || string(j.UID) != oldUID {
+			t.Fatalf("while the old job is held: %v, job %+v, want the old job %s alone", err, j, oldUID)
+		}
+		if start.exited() {
+			t.Fatalf("start returned while the old job was still being deleted:\n%s", start.result())
+		}
+		removeJobFinalizer(t, e.ns, "task")
+		r := start.wait(runTimeout)
+		requireExit(t, "start --wait", r, 0)
+		if w := fmt.Sprintf("job.batch/task started (%s)\n", id); r.stdout != w {
+			t.Errorf("start printed %q, want %q", r.stdout, w)
+		}
+		j := waitJobReplaced(t, e.ns, "task", oldUID)
+		e.checkRecord(id, "running", string(j.UID))
+		evs := e.events(id)
+		requireEventTypes(t, evs, "Created", "ContainerStarted", "StopRequested", "StartRequested", "ContainerStarted")
+		if last := evs[len(evs)-1]; last.UID != string(j.UID) {
+			t.Errorf("the last ContainerStarted is about %s, want the new job %s", last.UID, j.UID)
+		}
+	})
+}
+
+// TestRecordKill (issue 12, case 4): the intent is recorded before the cluster changes, so a
+// plugin killed with SIGKILL in the middle of a start leaves a record that is not terminal, and
+// `recover --once` makes it match the cluster. The start is held where the test wants it: the
+// previous job of the name is being deleted and held by a finalizer (between the intent and the
+// action), or the test holds the database's write lock (between the action and its record).
+func TestRecordKill(t *testing.T) {
+	requireCluster(t)
+	t.Parallel()
+
+	t.Run("between the intent and the action", func(t *testing.T) {
+		t.Parallel()
+		e := newMonEnv(t)
+		id, oldUID := e.heldJob("task")
+		addJobFinalizer(t, e.ns, "task")
+		requireExit(t, "stop", e.run("stop", id), 0)
+		waitJobTerminating(t, e.ns, "task")
+
+		start := e.start("start", id)
+		e.waitStates(waitTimeout, map[string]string{id: "starting"})
+		start.kill()
+
+		e.checkRecord(id, "starting", "")
+		if evs := e.events(id); lastRequest(evs) != "StartRequested" || evs[len(evs)-1].Type != "StartRequested" {
+			t.Errorf("after the kill the history ends with %v, want the start's intent; history:\n%s", typesOf(evs), formatEvents(evs))
+		}
+		if j, err := getJob(t, e.ns, "task"); err != nil || string(j.UID) != oldUID || j.DeletionTimestamp == nil {
+			t.Fatalf("after the kill: %v, %+v; want only the old job %s, being deleted", err, j, oldUID)
+		}
+
+		removeJobFinalizer(t, e.ns, "task")
+		waitJobGone(t, e.ns, "task", oldUID)
+		r := e.runOK("recover", "--once")
+		if got := lastLine(r.stdout); got != "reattached 1, changed 1, now terminal 1" {
+			t.Errorf("recover --once: %q, want the started record found gone", got)
+		}
+		e.checkRecord(id, "deleted", "")
+		evs := e.events(id)
+		if got := typesOf(sinceLast(evs, "StartRequested")); !slices.Equal(got, []string{"ContainerDeleted"}) {
+			t.Errorf("after the start's intent: %v, want ContainerDeleted; history:\n%s", got, formatEvents(evs))
+		}
+		// What recover left is usable: the job runs again.
+		r = e.run("start", id, "--wait", "--timeout=10m")
+		requireExit(t, "start --wait after recover", r, 0)
+		j := waitJobReplaced(t, e.ns, "task", oldUID)
+		e.checkRecord(id, "running", string(j.UID))
+	})
+
+	t.Run("between the action and its record", func(t *testing.T) {
+		t.Parallel()
+		e := newMonEnv(t)
+		id, oldUID := e.heldJob("task")
+		addJobFinalizer(t, e.ns, "task")
+		requireExit(t, "stop", e.run("stop", id), 0)
+		waitJobTerminating(t, e.ns, "task")
+
+		start := e.start("start", id)
+		e.waitStates(waitTimeout, map[string]string{id: "starting"})
+		unlock := e.lockDB()
+		removeJobFinalizer(t, e.ns, "task")
+		// The plugin creates the new job; recording its UID waits for our lock.
+		j := waitJobReplaced(t, e.ns, "task", oldUID)
+		start.kill()
+		unlock()
+
+		e.checkRecord(id, "starting", "")
+		if evs := e.events(id); evs[len(evs)-1].Type != "StartRequested" {
+			t.Errorf("after the kill the history ends with %v, want the start's intent; history:\n%s", typesOf(evs), formatEvents(evs))
+		}
+		r := e.runOK("recover", "--once")
+		if got := lastLine(r.stdout); got != "reattached 1, changed 1, now terminal 0" {
+			t.Errorf("recover --once: %q, want the new job found running", got)
+		}
+		e.checkRecord(id, "running", string(j.UID))
+		evs := e.events(id)
+		after := sinceLast(evs, "StartRequested")
+		if len(after) != 1 || after[0].Type != "ContainerStarted" || after[0].UID != string(j.UID) {
+			t.Errorf("after the start's intent: %v, want one ContainerStarted of %s; history:\n%s", typesOf(after), j.UID, formatEvents(evs))
+		}
+	})
 }
