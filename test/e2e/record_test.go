@@ -17,6 +17,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -26,7 +27,10 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
@@ -343,6 +347,116 @@ func requireExit(t *testing.T, what string, r result, code int) {
 	}
 }
 
+// frozenMessage is what the API server answers to an update of a frozen deployment's status.
+const frozenMessage = "gobrave e2e: this deployment's status is frozen"
+
+// freezeDeploymentStatus makes the API server refuse every update of the deployment's status (a
+// ValidatingAdmissionPolicy, built into kube-apiserver), so that its controller cannot report
+// what it did: status.observedGeneration stays behind the spec and the deployment's state cannot
+// be told. It returns when the freeze is in force, with a function that lifts it, waits until a
+// status update is admitted again and nudges the controller to report at once.
+func freezeDeploymentStatus(t *testing.T, ns, name string) (thaw func()) {
+	t.Helper()
+	c := client(t)
+	policy := "gobrave-e2e-freeze-" + ns
+	fail := admissionv1.Fail
+	vap := &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: policy},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+				ResourceRules: []admissionv1.NamedRuleWithOperations{{
+					ResourceNames: []string{name},
+					RuleWithOperations: admissionv1.RuleWithOperations{
+						Operations: []admissionv1.OperationType{admissionv1.Update},
+						Rule: admissionv1.Rule{
+							APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments/status"},
+						},
+					},
+				}},
+			},
+			Validations: []admissionv1.Validation{{Expression: "false", Message: frozenMessage}},
+		},
+	}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policy},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: policy, ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+		},
+	}
+	if _, err := c.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(t.Context(), vap, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ValidatingAdmissionPolicy %s: %v", policy, err)
+	}
+	remove := func(ctx context.Context) error {
+		err := c.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, policy, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		err = c.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(ctx, policy, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		return nil
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := remove(ctx); err != nil {
+			t.Errorf("remove ValidatingAdmissionPolicy %s: %v", policy, err)
+		}
+	})
+	if _, err := c.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ValidatingAdmissionPolicyBinding %s: %v", policy, err)
+	}
+	// A dry-run status update goes through admission without changing anything.
+	dryRun := func() error {
+		d, err := c.AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		_, err = c.AppsV1().Deployments(ns).UpdateStatus(t.Context(), d, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}
+	waitFor(t, waitTimeout, func() (bool, error) {
+		err := dryRun()
+		if err != nil && strings.Contains(err.Error(), frozenMessage) {
+			return true, nil
+		}
+		return false, fmt.Errorf("the status of deployment %s/%s is not frozen yet (dry-run update: %v)", ns, name, err)
+	})
+	return func() {
+		t.Helper()
+		if err := remove(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, waitTimeout, func() (bool, error) {
+			err := dryRun()
+			return err == nil, err
+		})
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{"gobrave.test/thawed":%q}}}`, time.Now().UTC().Format(time.RFC3339Nano))
+		if _, err := c.AppsV1().Deployments(ns).Patch(t.Context(), name, k8stypes.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatalf("nudge deployment %s/%s: %v", ns, name, err)
+		}
+	}
+}
+
+// settled reports whether a deployment has done what its spec says: scaled to 0 with no replica
+// left, or one ready replica, its status current.
+func deploymentSettled(d *appsv1.Deployment) bool {
+	if d.DeletionTimestamp != nil || d.Status.ObservedGeneration < d.Generation {
+		return false
+	}
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	if want == 0 {
+		return d.Status.Replicas == 0
+	}
+	return d.Status.Replicas == want && d.Status.ReadyReplicas == want
+}
+
 // TestRecordSecondStop (issue 12, case 1): a second stop, then two pauses, of a stopped
 // deployment and of a stopped job are each confirmed at once: exit 0 with --wait, the record
 // exited (the job's "stopped"), every request with a confirming observation of its own, and
@@ -597,5 +711,104 @@ func TestRecordKill(t *testing.T) {
 		if len(after) != 1 || after[0].Type != "ContainerStarted" || after[0].UID != string(j.UID) {
 			t.Errorf("after the start's intent: %v, want one ContainerStarted of %s; history:\n%s", typesOf(after), j.UID, formatEvents(evs))
 		}
+	})
+}
+
+// TestRecordFollowPicksUp (issue 12, case 5): `monitor --all --follow` takes on an ID that becomes
+// non-terminal while it runs whatever the event: a record adopted from the cluster, a stop of an
+// exited record. The monitor is up (it holds the lease of a running "anchor") before the event.
+func TestRecordFollowPicksUp(t *testing.T) {
+	requireCluster(t)
+	t.Parallel()
+
+	t.Run("adopted", func(t *testing.T) {
+		t.Parallel()
+		e := newMonEnv(t)
+		anchor := e.create(monDeployment("anchor"))[0]
+		mon := e.start("monitor", "--all", "--follow", "-o", "json")
+		e.waitLeasedBy(anchor, mon.pid())
+
+		// A colleague's database made it; ours adopts it.
+		colleague := []string{"GOBRAVE_HOME=" + t.TempDir()}
+		if r := runWith(t, runOpts{env: colleague}, "create", "batch", "-n", e.ns, "--kind", "job", "--image", monImage, "--label", labelHold+"=true"); r.code != 0 {
+			t.Fatalf("the colleague's create: %s", r)
+		}
+		var uid string
+		waitFor(t, waitTimeout, func() (bool, error) {
+			j, err := getJob(t, e.ns, "batch")
+			if err != nil {
+				return false, err
+			}
+			uid = string(j.UID)
+			if !jobRunning(j) {
+				return false, errors.New("job batch not running yet")
+			}
+			return true, nil
+		})
+		batch := e.id(runtimeid.KindJob, "batch")
+		r := e.runOK("adopt")
+		if want := fmt.Sprintf("job.batch/batch adopted (%s, running)", batch); !strings.Contains(r.stdout, want) {
+			t.Fatalf("adopt printed %q, want %q", r.stdout, want)
+		}
+		e.waitLeasedBy(batch, mon.pid())
+
+		if r := kubectl(t, "delete", "job", "batch", "-n", e.ns); r.code != 0 {
+			t.Fatalf("kubectl delete job: %s", r)
+		}
+		e.waitStates(waitTimeout, map[string]string{batch: "deleted"})
+		evs := e.events(batch)
+		if last := evs[len(evs)-1]; last.Type != "ContainerDeleted" || last.UID != uid {
+			t.Errorf("last event %s, want ContainerDeleted of %s", last, uid)
+		}
+		r = mon.interrupt()
+		if !strings.Contains(r.stdout, `"type":"ContainerDeleted"`) {
+			t.Errorf("the monitor did not print the deletion it recorded:\n%s", r.stdout)
+		}
+		checkPrintedRecorded(t, r.stdout, e.events(anchor, batch))
+	})
+
+	t.Run("stop of an exited record", func(t *testing.T) {
+		t.Parallel()
+		e := newMonEnv(t)
+		ids := e.create(monDeployment("anchor"), monDeployment("web"))
+		anchor, web := ids[0], ids[1]
+		e.runOK("wait", anchor, web, "--for=started", "--timeout=10m")
+		requireExit(t, "stop --wait", e.run("stop", web, "--wait", "--timeout=10m"), 0)
+		// Behind the plugin's back it runs again: the record still says exited, and nothing
+		// monitors a terminal record.
+		if r := kubectl(t, "scale", "deployment/web", "-n", e.ns, "--replicas=1"); r.code != 0 {
+			t.Fatalf("kubectl scale: %s", r)
+		}
+		waitFor(t, waitTimeout, func() (bool, error) {
+			if d := getDeployment(t, e.ns, "web"); !deploymentSettled(d) || d.Status.ReadyReplicas != 1 {
+				return false, errors.New("deployment web not ready again")
+			}
+			return true, nil
+		})
+		e.checkRecord(web, "exited", "")
+
+		mon := e.start("monitor", "--all", "--follow", "-o", "json")
+		e.waitLeasedBy(anchor, mon.pid())
+		if _, ok, err := e.leaseHolder(web); err != nil || ok {
+			t.Fatalf("the exited record of %s is leased (%v, %v) before the stop", web, ok, err)
+		}
+
+		// The deployment's controller cannot report the scale-down: the stop cannot confirm it.
+		thaw := freezeDeploymentStatus(t, e.ns, "web")
+		r := e.run("stop", web)
+		requireExit(t, "stop of the exited record", r, 0)
+		e.checkRecord(web, "stopping", "")
+		if d := getDeployment(t, e.ns, "web"); *d.Spec.Replicas != 0 || d.Status.ObservedGeneration >= d.Generation {
+			t.Fatalf("deployment web: replicas %d, generation %d observed %d; want 0 and its status behind", *d.Spec.Replicas, d.Generation, d.Status.ObservedGeneration)
+		}
+		e.waitLeasedBy(web, mon.pid())
+		thaw()
+		e.waitStates(waitTimeout, map[string]string{web: "exited"})
+		evs := e.events(web)
+		if got := typesOf(sinceLast(evs, "StopRequested")); !slices.Equal(got, []string{"ContainerExited"}) {
+			t.Errorf("after the second stop: %v, want ContainerExited; history:\n%s", got, formatEvents(evs))
+		}
+		r = mon.interrupt()
+		checkPrintedRecorded(t, r.stdout, e.events(anchor, web))
 	})
 }
