@@ -19,7 +19,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -31,11 +33,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 	"github.com/gobrave/kubectl-gobrave/pkg/store"
@@ -82,6 +86,21 @@ func (e *monEnv) checkRecord(id, state, uid string) monWorkload {
 			id, w.State, w.UID, w.Message, state, uid, formatEvents(e.events(id)))
 	}
 	return w
+}
+
+// allRecords is every record of the test's database, in every namespace (`ps -a -A -o json`).
+func (e *monEnv) allRecords() map[string]monWorkload {
+	e.t.Helper()
+	r := e.runOK("ps", "-a", "-A", "-o", "json")
+	var list []monWorkload
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
+		e.t.Fatalf("ps -a -A -o json: %v\n%s", err, r.stdout)
+	}
+	out := map[string]monWorkload{}
+	for _, w := range list {
+		out[w.RuntimeID] = w
+	}
+	return out
 }
 
 func typesOf(evs []monEvent) []string {
@@ -457,6 +476,57 @@ func deploymentSettled(d *appsv1.Deployment) bool {
 	return d.Status.Replicas == want && d.Status.ReadyReplicas == want
 }
 
+// jobSettled reports whether a job is finished, or is a held job whose pod runs.
+func jobSettled(j *batchv1.Job) bool {
+	if j.DeletionTimestamp != nil {
+		return false
+	}
+	return jobFinished(j) != "" || (j.Spec.Template.Labels[labelHold] != "" && jobRunning(j))
+}
+
+// jobFinished is "Complete" or "Failed" for a finished job, else "".
+func jobFinished(j *batchv1.Job) string {
+	for _, c := range j.Status.Conditions {
+		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) {
+			return string(c.Type)
+		}
+	}
+	return ""
+}
+
+// waitSettled waits until every Deployment and Job of the namespace is settled, none being
+// deleted.
+func waitSettled(t *testing.T, ns string, timeout time.Duration) {
+	t.Helper()
+	c := client(t)
+	waitFor(t, timeout, func() (bool, error) {
+		ds, err := c.AppsV1().Deployments(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		js, err := c.BatchV1().Jobs(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		var busy []string
+		for i := range ds.Items {
+			if d := &ds.Items[i]; !deploymentSettled(d) {
+				busy = append(busy, fmt.Sprintf("deployment/%s (generation %d observed %d, replicas %v status %d ready %d, deleting %v)",
+					d.Name, d.Generation, d.Status.ObservedGeneration, d.Spec.Replicas, d.Status.Replicas, d.Status.ReadyReplicas, d.DeletionTimestamp != nil))
+			}
+		}
+		for i := range js.Items {
+			if j := &js.Items[i]; !jobSettled(j) {
+				busy = append(busy, fmt.Sprintf("job/%s (ready %v, conditions %v, deleting %v)", j.Name, j.Status.Ready, j.Status.Conditions, j.DeletionTimestamp != nil))
+			}
+		}
+		if len(busy) > 0 {
+			return false, fmt.Errorf("not settled in %s: %s", ns, strings.Join(busy, "; "))
+		}
+		return true, nil
+	})
+}
+
 // TestRecordSecondStop (issue 12, case 1): a second stop, then two pauses, of a stopped
 // deployment and of a stopped job are each confirmed at once: exit 0 with --wait, the record
 // exited (the job's "stopped"), every request with a confirming observation of its own, and
@@ -811,4 +881,173 @@ func TestRecordFollowPicksUp(t *testing.T) {
 		r = mon.interrupt()
 		checkPrintedRecorded(t, r.stdout, e.events(anchor, web))
 	})
+}
+
+// bindRunbook binds the Role of docs/rbac.yaml in ns to the ServiceAccount "runbook" of
+// saNamespace (made by saKubeconfig).
+func bindRunbook(t *testing.T, ns, saNamespace string) {
+	t.Helper()
+	c := client(t)
+	raw, err := os.ReadFile(filepath.Join(harness.root, "docs", "rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role rbacv1.Role
+	if err := yaml.UnmarshalStrict(raw, &role); err != nil {
+		t.Fatalf("docs/rbac.yaml: %v", err)
+	}
+	if _, err := c.RbacV1().Roles(ns).Create(t.Context(), &role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "runbook"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "runbook", Namespace: saNamespace}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// requestLine matches the requests client-go logs at -v=6, with the URL and the status.
+var requestLine = regexp.MustCompile(`"Response" verb="GET" url="[^"]*?(/apis/(?:apps|batch)/v1/(?:namespaces/[^/]+/)?(?:deployments|jobs))\?[^"]*" status="(\d+)`)
+
+// TestRecordRBACManyNamespaces (issue 12, case 6): a ServiceAccount bound to docs/rbac.yaml in 11
+// namespaces — more than the 10 above which the monitor uses one cluster-wide informer per kind,
+// which it may not list — recovers all of them: `recover --once` records what changed behind its
+// back, and `recover` follows; the cluster-wide lists are refused (403) and per-namespace ones
+// take over.
+func TestRecordRBACManyNamespaces(t *testing.T) {
+	requireCluster(t)
+	t.Parallel()
+	const n = 11
+	nss := make([]string, n)
+	for i := range nss {
+		nss[i] = newNamespace(t)
+	}
+	kc := saKubeconfig(t, nss[0])
+	for _, ns := range nss[1:] {
+		bindRunbook(t, ns, nss[0])
+	}
+	home := t.TempDir()
+	e := &monEnv{t: t, ns: nss[0], home: home, env: []string{"KUBECONFIG=" + kc, "GOBRAVE_HOME=" + home}}
+
+	// A held job and a deployment in each namespace, created by the ServiceAccount.
+	type made struct{ job, web string }
+	ids := make([]made, n)
+	errs := make([]error, 2*n)
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for i, ns := range nss {
+		ids[i] = made{job: fmt.Sprintf("k8s-%s|job|task", ns), web: fmt.Sprintf("k8s-%s|deployment|web", ns)}
+		for k, args := range [][]string{
+			{"gobrave", "create", "task", "-n", ns, "--kind", "job", "--image", monImage, "--label", labelHold + "=true"},
+			{"gobrave", "create", "web", "-n", ns, "--image", monImage},
+		} {
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				r, err := monExec(t.Context(), e.env, runTimeout, "kubectl", args...)
+				if err == nil && r.code != 0 {
+					err = fmt.Errorf("kubectl %s as the ServiceAccount: %s", strings.Join(args, " "), r)
+				}
+				errs[2*i+k] = err
+			})
+		}
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+
+	// Behind the plugin's back (as admin): jobs deleted in 0-2, deployments scaled to 0 in 3-5,
+	// a deployment deleted in 6.
+	want := map[string]string{}
+	for i, ns := range nss {
+		want[ids[i].job], want[ids[i].web] = "running", "running"
+		switch {
+		case i < 3:
+			if r := kubectl(t, "delete", "job", "task", "-n", ns); r.code != 0 {
+				t.Fatalf("kubectl delete job: %s", r)
+			}
+			want[ids[i].job] = "deleted"
+		case i < 6:
+			if r := kubectl(t, "scale", "deployment/web", "-n", ns, "--replicas=0"); r.code != 0 {
+				t.Fatalf("kubectl scale: %s", r)
+			}
+			want[ids[i].web] = "exited"
+		case i == 6:
+			if r := kubectl(t, "delete", "deployment", "web", "-n", ns); r.code != 0 {
+				t.Fatalf("kubectl delete deployment: %s", r)
+			}
+			want[ids[i].web] = "deleted"
+		}
+	}
+	for _, ns := range nss {
+		waitSettled(t, ns, 3*time.Minute)
+	}
+
+	r := e.run("recover", "--once")
+	requireExit(t, "recover --once as the ServiceAccount over 11 namespaces", r, 0)
+	if got := lastLine(r.stdout); got != "reattached 22, changed 22, now terminal 7" {
+		t.Errorf("recover --once: %q, want \"reattached 22, changed 22, now terminal 7\"\n%s", got, r)
+	}
+	if r.stderr != "" {
+		t.Errorf("recover --once wrote to stderr:\n%s", r.stderr)
+	}
+	ws := e.allRecords()
+	for id, st := range want {
+		if ws[id].State != st {
+			t.Errorf("%s: %q after recover --once, want %q", id, ws[id].State, st)
+		}
+	}
+
+	// The same pass again, logging its requests: the cluster-wide lists are refused and the
+	// namespaces' own are served.
+	r = e.run("recover", "--once", "-v=6")
+	requireExit(t, "recover --once -v=6", r, 0)
+	if got := lastLine(r.stdout); got != "reattached 15, changed 0, now terminal 0" {
+		t.Errorf("second recover --once: %q, want \"reattached 15, changed 0, now terminal 0\"", got)
+	}
+	status := map[string]string{}
+	for _, m := range requestLine.FindAllStringSubmatch(r.stderr, -1) {
+		status[m[1]] = m[2]
+	}
+	for _, path := range []string{"/apis/batch/v1/jobs", "/apis/apps/v1/deployments"} {
+		if status[path] != "403" {
+			t.Errorf("no refused (403) cluster-wide request for %s among %v: did the monitor use a cluster-wide informer?", path, status)
+		}
+	}
+	// Each namespace's informer of a kind serves the live records of that kind there.
+	for i, ns := range nss {
+		for id, path := range map[string]string{
+			ids[i].job: "/apis/batch/v1/namespaces/" + ns + "/jobs",
+			ids[i].web: "/apis/apps/v1/namespaces/" + ns + "/deployments",
+		} {
+			if want[id] == "running" && status[path] != "200" {
+				t.Errorf("no successful request for %s (got %q), where %s is running", path, status[path], id)
+			}
+		}
+	}
+
+	// Following: recover without --once records a deletion in the eleventh namespace.
+	rec := e.start("recover")
+	last := ids[n-1]
+	e.waitLeasedBy(last.web, rec.pid())
+	e.waitLeasedBy(last.job, rec.pid())
+	if r := kubectl(t, "delete", "deployment", "web", "-n", nss[n-1]); r.code != 0 {
+		t.Fatalf("kubectl delete deployment: %s", r)
+	}
+	if r := kubectl(t, "delete", "job", "task", "-n", nss[n-1]); r.code != 0 {
+		t.Fatalf("kubectl delete job: %s", r)
+	}
+	waitFor(t, waitTimeout, func() (bool, error) {
+		ws := e.allRecords()
+		if ws[last.web].State == "deleted" && ws[last.job].State == "deleted" {
+			return true, nil
+		}
+		return false, fmt.Errorf("%s %q, %s %q", last.web, ws[last.web].State, last.job, ws[last.job].State)
+	})
+	if r := rec.interrupt(); strings.Contains(r.stderr, "forbidden") {
+		t.Errorf("recover:\n%s", r)
+	}
 }
