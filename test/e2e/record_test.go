@@ -33,6 +33,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -1050,4 +1051,153 @@ func TestRecordRBACManyNamespaces(t *testing.T) {
 	if r := rec.interrupt(); strings.Contains(r.stderr, "forbidden") {
 		t.Errorf("recover:\n%s", r)
 	}
+}
+
+// ownedPod returns the pod of the namespace whose controller is of kind (ReplicaSet or Job).
+func ownedPod(t *testing.T, ns, controllerKind string) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	waitFor(t, waitTimeout, func() (bool, error) {
+		pods, err := client(t).CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == controllerKind && p.Status.Phase == corev1.PodRunning && podReady(p) {
+				pod = p
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no running pod controlled by a %s among %d", controllerKind, len(pods.Items))
+	})
+	return pod
+}
+
+// TestRecordOneNameTwoKinds (issue 12, case 7): a job named like a recorded deployment is refused
+// with exit 2 before any API call and changes nothing; when both kinds exist anyway (a colleague's
+// database made the job), logs, exec and inspect of each find its own pod by ownership, and the
+// deployment's Service selects only the deployment's pod.
+func TestRecordOneNameTwoKinds(t *testing.T) {
+	requireCluster(t)
+	t.Parallel()
+	e := newMonEnv(t)
+	web := e.id(runtimeid.KindDeployment, "web")
+	if r := e.run("create", "web", "--image", monImage, "--port", "80", "--expose"); r.code != 0 || r.stdout != web+"\n" {
+		t.Fatalf("create web: %s", r)
+	}
+	e.runOK("wait", web, "--for=started", "--timeout=10m")
+	evsBefore := e.events(web)
+
+	r := e.run("create", "web", "--kind", "job", "--image", monImage)
+	requireExit(t, "create of a job named like the deployment", r, 2)
+	if !strings.Contains(r.stderr, web) || !strings.Contains(r.stderr, "same name") || r.stdout != "" {
+		t.Errorf("the refusal does not name %s and the same name:\n%s", web, r)
+	}
+	// Before any API call: with a kubeconfig whose server refuses every connection the answer is
+	// the same.
+	unreachable := append(slices.Clone(e.env), "KUBECONFIG="+kubeconfigFor(t, "https://127.0.0.1:1"))
+	r2 := runWith(t, runOpts{env: unreachable}, "create", "web", "-n", e.ns, "--kind", "job", "--image", monImage)
+	if r2.code != 2 || r2.stderr != r.stderr {
+		t.Errorf("with an unreachable API server the refusal differs (an API call was made?):\n%s\nwant exit 2 and\n%s", r2, r.stderr)
+	}
+	if _, err := getJob(t, e.ns, "web"); !apierrors.IsNotFound(err) {
+		t.Errorf("get job web after the refusal: %v, want NotFound", err)
+	}
+	if ws := e.records(); len(ws) != 1 || ws[web].State != "running" {
+		t.Errorf("records after the refusal: %+v, want only %s running", ws, web)
+	}
+	if evs := e.events(web); len(evs) != len(evsBefore) {
+		t.Errorf("the refusal recorded events: %s", formatEvents(evs[len(evsBefore):]))
+	}
+
+	// A colleague's database does not know the deployment: now both kinds have the name.
+	colleague := []string{"GOBRAVE_HOME=" + t.TempDir()}
+	job := e.id(runtimeid.KindJob, "web")
+	if r := runWith(t, runOpts{env: colleague}, "create", "web", "-n", e.ns, "--kind", "job", "--image", monImage, "--label", labelHold+"=true"); r.code != 0 {
+		t.Fatalf("the colleague's create: %s", r)
+	}
+	depPod, jobPod := ownedPod(t, e.ns, "ReplicaSet"), ownedPod(t, e.ns, "Job")
+	for _, p := range []*corev1.Pod{depPod, jobPod} {
+		if p.Labels["gobrave-workload"] != "web" {
+			t.Fatalf("pod %s labels %v: both kinds' pods should carry gobrave-workload=web", p.Name, p.Labels)
+		}
+	}
+	usePodLog(t, e.ns, depPod.Name)
+	usePodLog(t, e.ns, jobPod.Name)
+	firstLine := func(p *corev1.Pod) string { return fmt.Sprintf("gobrave-e2e: log of %s/%s", e.ns, p.Name) }
+
+	type side struct {
+		who       string
+		env       []string
+		ref       string
+		pod, othr *corev1.Pod
+	}
+	for _, s := range []side{
+		{"mine", e.env, "deployment/web", depPod, jobPod},
+		{"the colleague's", colleague, "job/web", jobPod, depPod},
+	} {
+		as := func(args ...string) result {
+			t.Helper()
+			r := runWith(t, runOpts{env: s.env}, append([]string{args[0], "-n", e.ns}, args[1:]...)...)
+			if r.code != 0 {
+				t.Fatalf("%s: kubectl gobrave %s: %s", s.who, strings.Join(args, " "), r)
+			}
+			return r
+		}
+		var in inspectView
+		decodeJSON(t, as("inspect", s.ref, "-o", "json"), &in)
+		if in.PodName != s.pod.Name {
+			t.Errorf("%s inspect %s: pod %q, want %q (not %q)", s.who, s.ref, in.PodName, s.pod.Name, s.othr.Name)
+		}
+		if out := as("logs", s.ref, "--tail", "-1").stdout; !strings.Contains(out, firstLine(s.pod)) || strings.Contains(out, firstLine(s.othr)) {
+			t.Errorf("%s logs %s printed %q, want the log of %s", s.who, s.ref, out, s.pod.Name)
+		}
+		ex := as("exec", s.ref, "-v=6", "--", "echo", "hi")
+		if ex.stdout != "hi\n" || !strings.Contains(ex.stderr, "/pods/"+s.pod.Name+"/exec") || strings.Contains(ex.stderr, "/pods/"+s.othr.Name+"/") {
+			t.Errorf("%s exec %s: stdout %q; want it run in %s (requests:\n%s)", s.who, s.ref, ex.stdout, s.pod.Name, ex.stderr)
+		}
+	}
+	if got := e.recordOf(web).State; got != "running" {
+		t.Errorf("%s is %q, want running", web, got)
+	}
+	if _, ok := e.records()[job]; ok {
+		t.Errorf("my database has a record of the colleague's %s", job)
+	}
+
+	// The Service selects the deployment's pod alone, and its endpoints are that pod.
+	svc, err := client(t).CoreV1().Services(e.ns).Get(t.Context(), "web-svc", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: svc.Spec.Selector})
+	pods, err := client(t).CoreV1().Pods(e.ns).List(t.Context(), metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 || pods.Items[0].Name != depPod.Name {
+		var names []string
+		for _, p := range pods.Items {
+			names = append(names, p.Name)
+		}
+		t.Errorf("service selector %s selects %v, want only %s", sel, names, depPod.Name)
+	}
+	waitFor(t, waitTimeout, func() (bool, error) {
+		eps, err := client(t).DiscoveryV1().EndpointSlices(e.ns).List(t.Context(), metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=web-svc"})
+		if err != nil {
+			return false, err
+		}
+		var targets []string
+		for _, s := range eps.Items {
+			for _, ep := range s.Endpoints {
+				if ep.TargetRef != nil {
+					targets = append(targets, ep.TargetRef.Name)
+				}
+			}
+		}
+		if !slices.Equal(targets, []string{depPod.Name}) {
+			return false, fmt.Errorf("endpoints of web-svc: %v, want only %s", targets, depPod.Name)
+		}
+		return true, nil
+	})
 }
