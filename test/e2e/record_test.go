@@ -348,6 +348,14 @@ func waitJobReplaced(t *testing.T, ns, name, old string) *batchv1.Job {
 	return job
 }
 
+// finishedJob creates a job that completes at once and waits until it is recorded exited.
+func (e *monEnv) finishedJob(name string) (id, uid string) {
+	e.t.Helper()
+	id = e.create(monJob(name))[0]
+	e.runOK("wait", id, "--for=exited", "--timeout=10m")
+	return id, e.recordOf(id).UID
+}
+
 // heldJob creates a job that runs until it is deleted and waits until it is recorded running.
 func (e *monEnv) heldJob(name string) (id, uid string) {
 	e.t.Helper()
@@ -1199,5 +1207,174 @@ func TestRecordOneNameTwoKinds(t *testing.T) {
 			return false, fmt.Errorf("endpoints of web-svc: %v, want only %s", targets, depPod.Name)
 		}
 		return true, nil
+	})
+}
+
+// TestRecordInterrupt (issue 12, case 8): Ctrl-C (SIGINT) during a wait says it was interrupted,
+// never that it timed out, and exits 130; a start that waits for the previous job of its name
+// to go is interrupted the same way and puts the record back, or gives up after a bound naming
+// what holds the job; and a second Ctrl-C ends a slow shutdown at once.
+func TestRecordInterrupt(t *testing.T) {
+	requireCluster(t)
+	t.Parallel()
+
+	t.Run("wait", func(t *testing.T) {
+		t.Parallel()
+		e := newMonEnv(t)
+		id, uid := e.heldJob("held")
+		p := e.start("wait", id, "--for=exited", "--timeout=10m")
+		e.waitLeasedBy(id, p.pid()) // waiting: its monitor holds the ID
+		if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		r := p.wait(runTimeout)
+		requireExit(t, "wait after SIGINT", r, 130)
+		if want := fmt.Sprintf("error: interrupted while waiting for exited: %s (running)\n", id); r.stderr != want {
+			t.Errorf("stderr %q, want %q", r.stderr, want)
+		}
+		e.checkRecord(id, "running", uid)
+		if o, ok, err := e.leaseHolder(id); err != nil || (ok && o.PID == p.pid()) {
+			t.Errorf("the interrupted wait left its lease of %s: %+v, %v", id, o, err)
+		}
+	})
+
+	t.Run("stop --wait", func(t *testing.T) {
+		t.Parallel()
+		e := newMonEnv(t)
+		id, uid := e.heldJob("held")
+		addJobFinalizer(t, e.ns, "held")
+		p := e.start("stop", id, "--wait", "--timeout=10m")
+		// The confirmation is printed once the stop is done, before the wait.
+		waitFor(t, waitTimeout, func() (bool, error) {
+			if p.exited() {
+				t.Fatalf("stop --wait ended while the job was held:\n%s", p.result())
+			}
+			if !strings.Contains(p.stdout.String(), "job.batch/held stopped (") {
+				return false, fmt.Errorf("stdout %q", p.stdout.String())
+			}
+			return true, nil
+		})
+		if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		r := p.wait(runTimeout)
+		requireExit(t, "stop --wait after SIGINT", r, 130)
+		if want := fmt.Sprintf("error: interrupted while waiting for exited: %s (stopping)\n", id); r.stderr != want {
+			t.Errorf("stderr %q, want %q", r.stderr, want)
+		}
+		// The truth: the job is still being deleted.
+		e.checkRecord(id, "stopping", uid)
+		removeJobFinalizer(t, e.ns, "held")
+		waitJobGone(t, e.ns, "held", uid)
+		if got := lastLine(e.runOK("recover", "--once").stdout); got != "reattached 1, changed 1, now terminal 1" {
+			t.Errorf("recover --once: %q, want the stop completed", got)
+		}
+		if w := e.checkRecord(id, "exited", uid); w.Message != "stopped" {
+			t.Errorf("message %q, want \"stopped\"", w.Message)
+		}
+	})
+
+	t.Run("start waiting for the previous job", func(t *testing.T) {
+		t.Parallel()
+		e := newMonEnv(t)
+		id, uid := e.finishedJob("done")
+		addJobFinalizer(t, e.ns, "done")
+		p := e.start("start", id, "--wait", "--timeout=10m")
+		e.waitStates(waitTimeout, map[string]string{id: "starting"})
+		waitJobTerminating(t, e.ns, "done") // asked for the finished job's deletion; waiting for it
+		if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		r := p.wait(runTimeout)
+		requireExit(t, "start after SIGINT", r, 130)
+		if !strings.Contains(r.stderr, id) || strings.Contains(r.stderr, "timed out") || strings.Contains(r.stderr, "still being deleted") {
+			t.Errorf("stderr %q, want the interrupted start of %s, not a timeout", r.stderr, id)
+		}
+		// The request is compensated: back to exited, the old job still there, nothing new.
+		e.checkRecord(id, "exited", uid)
+		if evs := e.events(id); evs[len(evs)-1].Type != "RequestFailed" {
+			t.Errorf("the history ends with %v, want RequestFailed; history:\n%s", typesOf(evs), formatEvents(evs))
+		}
+		if j, err := getJob(t, e.ns, "done"); err != nil || string(j.UID) != uid {
+			t.Errorf("after the interrupted start: %v, %+v; want the old job %s", err, j, uid)
+		}
+	})
+
+	t.Run("start gives up on a job that does not go", func(t *testing.T) {
+		t.Parallel()
+		e := newMonEnv(t)
+		id, uid := e.finishedJob("done")
+		addJobFinalizer(t, e.ns, "done")
+		// The bound is the plugin's own (runtime.JobGoneTimeout, a minute), not --timeout.
+		r := runWith(t, runOpts{env: e.env, timeout: runTimeout + time.Minute}, "start", "-n", e.ns, id, "--wait", "--timeout=10m")
+		requireExit(t, "start of a finished job held by a finalizer", r, 1)
+		for _, want := range []string{id, "still being deleted", holdFinalizer} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("stderr does not say %q: %q", want, r.stderr)
+			}
+		}
+		w := e.checkRecord(id, "exited", uid)
+		if !strings.Contains(w.Message, "still being deleted") {
+			t.Errorf("record message %q, want the reason of the failed start", w.Message)
+		}
+		if evs := e.events(id); evs[len(evs)-1].Type != "RequestFailed" {
+			t.Errorf("the history ends with %v, want RequestFailed; history:\n%s", typesOf(evs), formatEvents(evs))
+		}
+		// Once nothing holds it the start works.
+		removeJobFinalizer(t, e.ns, "done")
+		waitJobGone(t, e.ns, "done", uid)
+		r = e.run("start", id, "--wait", "--timeout=10m")
+		requireExit(t, "start once the old job is gone", r, 0)
+		j, err := getJob(t, e.ns, "done")
+		if err != nil || string(j.UID) == uid {
+			t.Fatalf("after the start: %v, %+v; want a new job", err, j)
+		}
+		if w := e.recordOf(id); w.UID != string(j.UID) || (w.State != "running" && w.State != "exited") {
+			t.Errorf("record %+v, want the new job %s running or exited", w, j.UID)
+		}
+	})
+
+	t.Run("twice during a slow shutdown", func(t *testing.T) {
+		t.Parallel()
+		e := newMonEnv(t)
+		id, uid := e.finishedJob("done")
+		addJobFinalizer(t, e.ns, "done")
+		p := e.start("start", id)
+		e.waitStates(waitTimeout, map[string]string{id: "starting"})
+		waitJobTerminating(t, e.ns, "done")
+		// The first SIGINT makes the start record its RequestFailed, which waits for our lock
+		// (busy timeout, then retries): a shutdown that takes its time. Another SIGINT must end
+		// it at once. SIGINTs are sent until it exits: a second one sent before the first is
+		// handled would merge with it.
+		unlock := e.lockDB()
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		deadline := time.After(runTimeout)
+	signals:
+		for {
+			if err := p.cmd.Process.Signal(os.Interrupt); err != nil && !errors.Is(err, os.ErrProcessDone) {
+				t.Fatal(err)
+			}
+			select {
+			case <-p.done:
+				break signals
+			case <-deadline:
+				t.Fatalf("start still running %s after the first SIGINT with the database locked:\n%s", runTimeout, p.result())
+			case <-tick.C:
+			}
+		}
+		r := p.result()
+		unlock()
+		if r.code != 130 || !strings.Contains(r.stderr, "interrupted twice") {
+			t.Errorf("start interrupted twice: exit code %d, stderr %q; want 130 and \"interrupted twice\"", r.code, r.stderr)
+		}
+		// It ended as a crash would: the intent stands, and recover makes it the truth.
+		e.checkRecord(id, "starting", "")
+		removeJobFinalizer(t, e.ns, "done")
+		waitJobGone(t, e.ns, "done", uid)
+		if got := lastLine(e.runOK("recover", "--once").stdout); got != "reattached 1, changed 1, now terminal 1" {
+			t.Errorf("recover --once: %q, want the started record found gone", got)
+		}
+		e.checkRecord(id, "deleted", "")
 	})
 }
