@@ -19,10 +19,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,6 +51,9 @@ import (
 // holdFinalizer is a finalizer of the tests' own: a Job that carries it stays in the cluster,
 // being deleted, until the test removes it, and the plugin's start waits for it to go.
 const holdFinalizer = "gobrave.test/hold"
+
+// envSeed sets the seed of TestRecordRandomWalk (a decimal uint64), to replay its verbs.
+const envSeed = "GOBRAVE_E2E_SEED"
 
 // resourceOf is kubectl's resource.group of a kind, as the plugin's confirmations print it.
 var resourceOf = map[string]string{runtimeid.KindDeployment: "deployment.apps", runtimeid.KindJob: "job.batch"}
@@ -138,6 +143,29 @@ func lastRequest(evs []monEvent) string {
 		}
 	}
 	return ""
+}
+
+// observedTwice returns the observed events recorded a second time for the same object and type
+// between two epoch-raising requests of their ID.
+func observedTwice(evs []monEvent) []string {
+	epoch := map[string]int{}
+	seen := map[string]bool{}
+	var dup []string
+	for _, ev := range evs {
+		if slices.Contains(epochTypes, ev.Type) {
+			epoch[ev.RuntimeID]++
+			continue
+		}
+		if !ev.observed() {
+			continue
+		}
+		k := fmt.Sprintf("%s|%d|%s|%s", ev.RuntimeID, epoch[ev.RuntimeID], ev.UID, ev.Type)
+		if seen[k] {
+			dup = append(dup, ev.String())
+		}
+		seen[k] = true
+	}
+	return dup
 }
 
 // checkPrintedRecorded checks that every event a monitor printed (-o json) is in the database.
@@ -1377,4 +1405,310 @@ func TestRecordInterrupt(t *testing.T) {
 		}
 		e.checkRecord(id, "deleted", "")
 	})
+}
+
+// walkSeed is the seed of the random walk: $GOBRAVE_E2E_SEED, else the clock. It is logged.
+func walkSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv(envSeed); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", envSeed, s, err)
+		}
+		seed = v
+	}
+	t.Logf("random walk seed %d (run the same verbs again with %s=%d)", seed, envSeed, seed)
+	return seed
+}
+
+// walkOp is one command of the random walk and what came of it.
+type walkOp struct {
+	worker, step int
+	verb, id     string
+	labels       []string // of a create
+	args         []string
+	r            result
+	err          error
+	began, ended time.Time
+}
+
+func (o walkOp) String() string {
+	out := fmt.Sprintf("w%d#%02d %s +%s kubectl gobrave %s -> exit %d", o.worker, o.step,
+		o.began.Format("15:04:05.000"), o.ended.Sub(o.began).Round(time.Millisecond), strings.Join(o.args, " "), o.r.code)
+	if o.err != nil {
+		out += fmt.Sprintf(" (%v)", o.err)
+	}
+	if s := strings.TrimSpace(o.r.stderr); s != "" {
+		out += " " + s
+	}
+	return out
+}
+
+// walkVerbs are the verbs of the walk with their weights.
+var walkVerbs = []struct {
+	verb   string
+	weight int
+}{{"create", 5}, {"start", 3}, {"stop", 3}, {"pause", 1}, {"resume", 1}, {"delete", 2}}
+
+// walkJobLabels are the jobs of the walk: held until stopped, completing, failing.
+var walkJobLabels = [][]string{
+	{labelHold + "=true"},
+	{labelRunFor + "=3s"},
+	{labelRunFor + "=2s", labelExitCode + "=3"},
+}
+
+// nextOp draws a command: a verb on one of the names, of the name's main kind four times in
+// five, else of the other kind; a quarter of the lifecycle verbs wait (--wait, 30 s).
+func (e *monEnv) nextOp(rng *rand.Rand, names []string, mainKind map[string]string) walkOp {
+	total := 0
+	for _, v := range walkVerbs {
+		total += v.weight
+	}
+	n := rng.IntN(total)
+	var verb string
+	for _, v := range walkVerbs {
+		if n < v.weight {
+			verb = v.verb
+			break
+		}
+		n -= v.weight
+	}
+	name := names[rng.IntN(len(names))]
+	kind := mainKind[name]
+	if rng.IntN(5) == 0 {
+		kind = otherKind(kind)
+	}
+	op := walkOp{verb: verb, id: e.id(kind, name)}
+	if verb == "create" {
+		op.args = []string{"create", name, "-n", e.ns, "--kind", kind, "--image", monImage}
+		if kind == runtimeid.KindJob {
+			op.labels = walkJobLabels[rng.IntN(len(walkJobLabels))]
+		}
+		for _, l := range op.labels {
+			op.args = append(op.args, "--label", l)
+		}
+		return op
+	}
+	op.args = []string{verb, "-n", e.ns, op.id}
+	if rng.IntN(4) == 0 {
+		op.args = append(op.args, "--wait", "--timeout=30s")
+	}
+	return op
+}
+
+func otherKind(kind string) string {
+	if kind == runtimeid.KindJob {
+		return runtimeid.KindDeployment
+	}
+	return runtimeid.KindJob
+}
+
+// checkOp checks what a command of the walk printed, whatever the interleaving: it ran and
+// ended in time, with 0, 1 or 2 (2 only for a refused create), one error line on failure, the
+// confirmation on success, no panic and no locked database.
+func checkOp(o walkOp) []string {
+	var bad []string
+	if o.err != nil {
+		return []string{o.err.Error()}
+	}
+	r := o.r
+	switch {
+	case r.code == 2 && o.verb != "create":
+		bad = append(bad, "exit code 2 (invalid input) for a well-formed "+o.verb)
+	case r.code != 0 && r.code != 1 && r.code != 2:
+		bad = append(bad, fmt.Sprintf("exit code %d", r.code))
+	}
+	for _, s := range []string{"panic", "goroutine ", "database is locked", "SQLITE_BUSY"} {
+		if strings.Contains(r.stderr, s) {
+			bad = append(bad, fmt.Sprintf("stderr says %q", s))
+		}
+	}
+	if r.code != 0 && (!strings.HasPrefix(r.stderr, "error: ") || strings.Count(r.stderr, "\n") != 1) {
+		bad = append(bad, fmt.Sprintf("stderr %q is not one error line", r.stderr))
+	}
+	if r.code == 0 {
+		id, _ := runtimeid.Parse(o.id)
+		want := o.id + "\n"
+		if o.verb != "create" {
+			want = fmt.Sprintf("%s/%s %s (%s)\n", resourceOf[id.Kind], id.Name, pastOf[o.verb], o.id)
+		}
+		if r.stdout != want {
+			bad = append(bad, fmt.Sprintf("stdout %q, want %q", r.stdout, want))
+		}
+	}
+	return bad
+}
+
+// TestRecordRandomWalk: two plugin processes at a time issue random create, start, stop, pause,
+// resume and delete commands on four names of both kinds while `monitor --all --follow` runs.
+// Then the monitor is stopped, the cluster settles, one `recover --once` runs, and the record
+// must be the truth:
+//   - every record's state is what its object says: a deployment with its replica ready is
+//     running, scaled to 0 exited; a job Complete exited, Failed failed, running running; no
+//     object deleted, or exited when the last request was a stop or pause of a job (failed for a
+//     job made to fail); nothing is left created, starting or stopping;
+//   - every object of the namespace has a record of its kind with its UID;
+//   - no observed event is recorded twice for one object and type between two requests;
+//   - the monitor printed only recorded events, and doctor passes.
+//
+// The seed is logged; GOBRAVE_E2E_SEED replays the same commands (their interleaving is the
+// machine's).
+func TestRecordRandomWalk(t *testing.T) {
+	requireCluster(t)
+	t.Parallel()
+	const workers, steps = 2, 40
+	names := []string{"a", "b", "c", "d"}
+	seed := walkSeed(t)
+	mainKind := map[string]string{}
+	kinds := rand.New(rand.NewPCG(seed, workers))
+	for _, n := range names {
+		mainKind[n] = runtimeid.KindDeployment
+		if kinds.IntN(2) == 1 {
+			mainKind[n] = runtimeid.KindJob
+		}
+	}
+	t.Logf("main kinds %v", mainKind)
+	e := newMonEnv(t)
+	anchor := e.create(monDeployment("anchor"))[0]
+	mon := e.start("monitor", "--all", "--follow", "-o", "json")
+	e.waitLeasedBy(anchor, mon.pid())
+
+	var (
+		mu  sync.Mutex
+		ops []walkOp
+		wg  sync.WaitGroup
+	)
+	for w := range workers {
+		rng := rand.New(rand.NewPCG(seed, uint64(w)))
+		wg.Go(func() {
+			for s := range steps {
+				op := e.nextOp(rng, names, mainKind)
+				op.worker, op.step, op.began = w, s, time.Now()
+				op.r, op.err = monExec(t.Context(), e.env, runTimeout, "kubectl", append([]string{"gobrave"}, op.args...)...)
+				op.ended = time.Now()
+				mu.Lock()
+				ops = append(ops, op)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	slices.SortFunc(ops, func(a, b walkOp) int { return a.began.Compare(b.began) })
+	defer func() {
+		if t.Failed() {
+			var b strings.Builder
+			for _, o := range ops {
+				b.WriteString("  " + o.String() + "\n")
+			}
+			t.Logf("seed %d; the commands, in the order they began:\n%s", seed, b.String())
+		}
+	}()
+	codes := map[int]int{}
+	for _, o := range ops {
+		codes[o.r.code]++
+		for _, p := range checkOp(o) {
+			t.Errorf("%s: %s", o, p)
+		}
+	}
+	t.Logf("%d commands, exit codes %v", len(ops), codes)
+
+	printed := mon.interrupt()
+	waitSettled(t, e.ns, 3*time.Minute)
+	r := e.run("recover", "--once")
+	requireExit(t, "recover --once after the walk", r, 0)
+	t.Logf("recover --once:\n%s", r.stdout)
+
+	// The spec of each ID, from its last create that succeeded: is it a job made to fail?
+	fails := map[string]bool{}
+	for _, o := range ops {
+		if o.verb == "create" && o.r.code == 0 {
+			fails[o.id] = slices.Contains(o.labels, labelExitCode+"=3")
+		}
+	}
+	objects := map[string]string{} // runtime ID -> UID of the object of that kind and name
+	wantOf := map[string][]string{}
+	c := client(t)
+	deps, err := c.AppsV1().Deployments(e.ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range deps.Items {
+		id := e.id(runtimeid.KindDeployment, d.Name)
+		objects[id] = string(d.UID)
+		if *d.Spec.Replicas == 0 {
+			wantOf[id] = []string{"exited"}
+		} else {
+			wantOf[id] = []string{"running"}
+		}
+	}
+	jobs, err := c.BatchV1().Jobs(e.ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		id := e.id(runtimeid.KindJob, j.Name)
+		objects[id] = string(j.UID)
+		switch jobFinished(j) {
+		case "Complete":
+			wantOf[id] = []string{"exited"}
+		case "Failed":
+			wantOf[id] = []string{"failed"}
+		default:
+			wantOf[id] = []string{"running"}
+		}
+	}
+
+	ws := e.records()
+	var ids []string
+	for id := range ws {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	all := e.events(ids...)
+	states := map[string]int{}
+	for _, id := range ids {
+		w := ws[id]
+		states[w.State]++
+		evs := e.events(id)
+		last := lastRequest(evs)
+		want, present := wantOf[id]
+		if !present {
+			want = []string{"deleted"}
+			if w.Kind == runtimeid.KindJob && (last == "StopRequested" || last == "PauseRequested") {
+				want = []string{"exited"}
+				if fails[id] {
+					want = append(want, "failed")
+				}
+			}
+		}
+		if !slices.Contains(want, w.State) {
+			where := "no object in the cluster"
+			if present {
+				where = "object " + objects[id]
+			}
+			t.Errorf("%s: recorded %q (%q), want %v (%s, last request %s); history:\n%s", id, w.State, w.Message, want, where, last, formatEvents(evs))
+		}
+		if present && w.UID != objects[id] {
+			t.Errorf("%s: record about object %q, the cluster's is %s; history:\n%s", id, w.UID, objects[id], formatEvents(evs))
+		}
+		if dup := observedTwice(evs); len(dup) > 0 {
+			t.Errorf("%s: observed events recorded twice in one epoch:\n  %s\nhistory:\n%s", id, strings.Join(dup, "\n  "), formatEvents(evs))
+		}
+	}
+	for id, uid := range objects {
+		if w, ok := ws[id]; !ok || w.State == "deleted" {
+			t.Errorf("object %s (%s) in the cluster has no live record: %+v", id, uid, w)
+		}
+	}
+	t.Logf("%d records: %v", len(ids), states)
+	checkPrintedRecorded(t, printed.stdout, all)
+	// t.TempDir is world-readable, which doctor rightly reports: make it private first.
+	if err := os.Chmod(e.home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.run("doctor"); r.code != 0 {
+		t.Errorf("doctor after the walk: %s", r)
+	}
 }
