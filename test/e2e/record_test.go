@@ -207,6 +207,21 @@ func (p *monProc) kill() {
 	<-p.done
 }
 
+// pause stops the plugin with SIGSTOP where it is; resume lets it go on (SIGCONT).
+func (p *monProc) pause() {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *monProc) resume() {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
 // leaseHolder reads who holds the lease of id in the test's database (pkg/store: no verb shows it).
 func (e *monEnv) leaseHolder(id string) (store.Owner, bool, error) {
 	st, err := store.Open(e.t.Context(), filepath.Join(e.home, "state.db"))
@@ -819,6 +834,54 @@ func TestRecordKill(t *testing.T) {
 			t.Errorf("after the start's intent: %v, want one ContainerStarted of %s; history:\n%s", typesOf(after), j.UID, formatEvents(evs))
 		}
 	})
+}
+
+// TestRecordSupersededStart: a request that a later one superseded and whose action then fails
+// compensates with a RequestFailed of its own epoch, which must leave the record to the later
+// request. Found by TestRecordRandomWalk (seed 1796101485678636929): a `start` and a `resume` of
+// a deleted job raced; the resume made the job, the start's create was refused (AlreadyExists),
+// and its RequestFailed put the deleted job's UID back on the record, so that the deletion of
+// that old job was then recorded against it: deleted, while the resumed job runs. Here the start
+// is held with SIGSTOP while it waits for the old job to go, so that the resume creates the job
+// first, every time.
+func TestRecordSupersededStart(t *testing.T) {
+	requireCluster(t)
+	t.Parallel()
+	e := newMonEnv(t)
+	id, oldUID := e.heldJob("task")
+	addJobFinalizer(t, e.ns, "task")
+	requireExit(t, "delete", e.run("delete", id), 0)
+	waitJobTerminating(t, e.ns, "task")
+	e.checkRecord(id, "deleted", oldUID)
+
+	// The start records its intent, then waits for the old job to go; it is held there.
+	start := e.start("start", id)
+	e.waitStates(waitTimeout, map[string]string{id: "starting"})
+	start.pause()
+	removeJobFinalizer(t, e.ns, "task")
+	waitJobGone(t, e.ns, "task", oldUID)
+
+	// A later request runs the job again.
+	requireExit(t, "resume --wait", e.run("resume", id, "--wait", "--timeout=10m"), 0)
+	job := waitJobReplaced(t, e.ns, "task", oldUID)
+	e.checkRecord(id, "running", string(job.UID))
+
+	// The start goes on: its create is refused, the job exists; it compensates its own request.
+	start.resume()
+	r := start.wait(runTimeout)
+	if r.code != 0 && r.code != 1 {
+		t.Errorf("the superseded start: %s", r)
+	}
+	t.Logf("the superseded start: exit code %d, stderr %q", r.code, r.stderr)
+	if j, err := getJob(t, e.ns, "task"); err != nil || j.UID != job.UID {
+		t.Fatalf("the resumed job %s was replaced: %v, %+v", job.UID, err, j)
+	}
+	// The resume owns the record: running, about the job it made, before and after recover.
+	e.checkRecord(id, "running", string(job.UID))
+	if got := lastLine(e.runOK("recover", "--once").stdout); got != "reattached 1, changed 0, now terminal 0" {
+		t.Errorf("recover --once: %q, want the running job reattached and nothing changed", got)
+	}
+	e.checkRecord(id, "running", string(job.UID))
 }
 
 // TestRecordFollowPicksUp (issue 12, case 5): `monitor --all --follow` takes on an ID that becomes
