@@ -96,7 +96,9 @@ type Workload struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
-// Event is one row of the append-only events table.
+// Event is one row of the append-only events table (SetObjectUID fills in
+// the UID of a request made before its object existed; Forget removes a
+// refused create's own record).
 type Event struct {
 	Seq       int64     `json:"-"`
 	RuntimeID string    `json:"runtimeID"`
