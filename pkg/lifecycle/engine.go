@@ -343,6 +343,9 @@ func (e *Engine) now() time.Time {
 // carried out the request: only a definite refusal (a 4xx status other than
 // timeout and throttling) says it did not.
 func outcomeUnknown(ctx context.Context, err error) bool {
+	if errors.Is(err, runtime.ErrNotCreated) {
+		return false // the kind knows it stopped short
+	}
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}

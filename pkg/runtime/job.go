@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -26,6 +27,10 @@ import (
 // in the foreground (its spec stays in the record); start of a job that is
 // gone, finished or being deleted creates it again from the recorded spec.
 type jobKind struct{}
+
+// ErrNotCreated says a start gave up before it created the new job: whatever
+// interrupted it, nothing was started.
+var ErrNotCreated = errors.New("the new job was not created")
 
 // JobGoneTimeout bounds how long a start waits for the previous job of the
 // same name to go away (a finalizer can hold it for ever).
@@ -137,10 +142,10 @@ func deleteJobAndWait(ctx context.Context, c kubernetes.Interface, id runtimeid.
 		if last != nil && len(last.Finalizers) > 0 {
 			fin = strings.Join(last.Finalizers, ", ")
 		}
-		return fmt.Errorf("start %s: the previous job is still being deleted after %s (finalizers: %s): wait, or remove what holds it with 'kubectl get job -n %s %s -o yaml', then start again",
-			id, JobGoneTimeout, fin, id.Namespace, id.Name)
+		return fmt.Errorf("start %s: %w: the previous job is still being deleted after %s (finalizers: %s): wait, or remove what holds it with 'kubectl get job -n %s %s -o yaml', then start again",
+			id, ErrNotCreated, JobGoneTimeout, fin, id.Namespace, id.Name)
 	}
-	return fmt.Errorf("start %s: wait for the previous job to be removed: %w", id, err)
+	return fmt.Errorf("start %s: %w: wait for the previous job to be removed: %w", id, ErrNotCreated, err)
 }
 
 func (jobKind) Stop(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (bool, error) {
