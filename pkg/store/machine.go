@@ -222,11 +222,14 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 	case t.Type == RequestFailed:
 		if (t.Epoch == 0 || t.Epoch == w.Epoch) && t.Restore.known() {
 			next = t.Restore // no later request: back to where it was
+			if t.RestoreRequest != "" {
+				request, expect = t.RestoreRequest, t.RestoreExpect
+			}
+			if t.UID != "" {
+				uid = t.UID
+			}
 		} else {
-			msg = w.Message // a later request owns the record now
-		}
-		if t.UID != "" {
-			uid = t.UID
+			msg = w.Message // a later request owns the record now, and its object
 		}
 	default:
 		epoch++
