@@ -11,7 +11,7 @@ BENCH_N ?= 1000,5000
 BENCH_FLAGS ?=
 BENCH_OUT ?= bin/bench-results.md
 
-.PHONY: help build install test test-unit test-e2e test-faults vet fuzz bench demo testbin cluster-up clean docs dist test-dist test-k9s
+.PHONY: help build install test test-unit test-e2e test-faults test-model vet fuzz bench demo testbin cluster-up clean docs dist test-dist test-k9s
 
 help: ## Show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -32,6 +32,10 @@ vet: ## go vet and gofmt
 
 test-unit: ## Unit tests with -race (fake clientsets, temp databases)
 	$(GO) test -race -count=1 ./cmd/... ./pkg/...
+
+MODEL_CHECKS ?= 10000
+test-model: ## The lifecycle engine's model-based test, long mode: MODEL_CHECKS random sequences (default 10000; make test-unit runs 12)
+	$(GO) test -count=1 -timeout 0 -run '^TestModel$$' ./pkg/lifecycle/ -rapid.checks=$(MODEL_CHECKS)
 
 test-e2e: testbin ## e2e: kubectl gobrave through a real kubectl on a kwok control plane
 	GOBRAVE_E2E=1 $(GO) test -race -count=1 -timeout 40m -skip '^(TestK9s|TestFault.*)$$' ./test/e2e/

@@ -266,11 +266,24 @@ func (o *RecoverOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	p := &eventPrinter{w: o.Out, json: o.Output == "json"}
+	// First the requests whose process died before they reached the
+	// cluster, which no monitor can tell (one read per such record only).
+	e, err := o.f.engine(ctx)
+	if err != nil {
+		return err
+	}
+	healed, err := e.RecoverAll(ctx)
+	for _, ev := range healed {
+		p.print(ev)
+	}
+	if err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
 	ws, err := st.List(ctx, store.Filter{NoSpec: true}) // the monitors need IDs and states only
 	if err != nil {
 		return err
 	}
-	p := &eventPrinter{w: o.Out, json: o.Output == "json"}
 	var sum monitor.Summary
 	bar := newProgress(o.ErrOut)
 	if o.Once {
@@ -292,7 +305,7 @@ func (o *RecoverOptions) Run(ctx context.Context) error {
 		}
 	}
 	bar.done()
-	s := RecoverSummary{Reattached: sum.Reattached, Changed: sum.Changed, Terminal: sum.Terminal}
+	s := RecoverSummary{Reattached: sum.Reattached, Changed: sum.Changed + len(healed), Terminal: sum.Terminal}
 	if o.Output == "json" {
 		return printData(o.Out, "json", s)
 	}

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,6 +33,10 @@ import (
 // that no monitor judges an object it is about to create as missing.
 const LeaseTTL = 15 * time.Second
 
+// DefaultLockWait is how long the CLI's verbs wait for another command
+// changing the same ID (Engine.LockWait).
+const DefaultLockWait = 30 * time.Second
+
 // Engine applies verbs to records.
 type Engine struct {
 	Store *store.Store
@@ -41,6 +46,9 @@ type Engine struct {
 	Owner store.Owner
 	// Now returns the current time (tests replace it); nil is time.Now.
 	Now func() time.Time
+	// LockWait is how long a verb waits while another command changes the
+	// same ID before it fails with ErrBusy; 0 fails at once.
+	LockWait time.Duration
 }
 
 // ErrDeleted is returned when a verb cannot apply to a deleted record.
@@ -70,6 +78,20 @@ func (e *Engine) Apply(ctx context.Context, w store.Workload, verb store.EventTy
 		return Result{Workload: w}, err
 	}
 	name := verbName(verb)
+	if !isVerb(verb) {
+		return Result{Workload: w}, fmt.Errorf("%s %s: not a lifecycle verb", verb, id)
+	}
+
+	// One verb of an ID at a time, in every process; then the record as
+	// it is now, not as the caller read it before waiting.
+	unlock, err := e.lock(ctx, w.RuntimeID)
+	if err != nil {
+		return Result{Workload: w}, fmt.Errorf("%s %s: %w", name, id, err)
+	}
+	defer unlock()
+	if w, err = e.Store.Get(ctx, w.RuntimeID); err != nil {
+		return Result{Workload: w}, err
+	}
 
 	// Read-only checks and plans: nothing recorded, nothing changed. The
 	// object is read first, so that a server that cannot be reached (or
@@ -121,8 +143,6 @@ func (e *Engine) Apply(ctx context.Context, w store.Workload, verb store.EventTy
 	}
 
 	// 1. The intent, with a new epoch.
-	release := e.lease(ctx, w.RuntimeID)
-	defer release()
 	intent, err := e.record(ctx, t)
 	if err != nil {
 		return Result{Workload: w}, fmt.Errorf("record %s of %s: %w", name, id, err)
@@ -154,7 +174,8 @@ func (e *Engine) Apply(ctx context.Context, w store.Workload, verb store.EventTy
 		// 3a. Compensate: the request did not happen. When its outcome is
 		// unknown (interrupted, timed out, the connection broke) the record
 		// stays in its transitional state for a monitor to settle.
-		ft := store.Transition{RuntimeID: w.RuntimeID, Type: store.RequestFailed, Epoch: epoch, Restore: w.State, Message: err.Error()}
+		ft := store.Transition{RuntimeID: w.RuntimeID, Type: store.RequestFailed, Epoch: epoch, Message: err.Error(),
+			Restore: w.State, RestoreRequest: w.Request, RestoreExpect: w.Expect}
 		if outcomeUnknown(ctx, err) {
 			ft.Restore = ""
 			ft.Message = "outcome unknown (" + err.Error() + "): the next monitor or 'kubectl gobrave recover --once' records what happened"
@@ -226,6 +247,146 @@ func (e *Engine) confirm(ctx context.Context, c kubernetes.Interface, k runtime.
 	_, _, _ = e.Store.Apply(ctx, store.Transition{RuntimeID: id.String(), Type: o.Type, Message: o.Message, UID: o.UID, Epoch: epoch})
 }
 
+// Recover heals the record w when the process that recorded its last
+// request died before the request reached the cluster. The monitors cannot
+// tell: they observe objects, and such an object shows no sign of the
+// request, so the record would stay as the intent left it. Recover reads
+// the object once and, when the request never took effect, records
+// RequestFailed for the record's epoch with the state and the UID the object
+// shows, as the process would have had its API call failed:
+//
+//   - a stop (stopping) of a workload that still runs;
+//   - a delete (deleted, no ContainerDeleted since) of an object that is not
+//     being deleted;
+//   - a create, or a start that replaces a finished job, that never made its
+//     new object (no UID yet, and the object of the name is one the record
+//     knew before).
+//
+// A deletion it finds done is confirmed with ContainerDeleted, so the record
+// is not read again. Whatever a request did do is left to the monitors. It
+// takes the ID's verb lock first: an ID whose verb a live process is
+// carrying out is left alone. It returns the event it recorded, if any.
+func (e *Engine) Recover(ctx context.Context, w store.Workload) (store.Event, bool, error) {
+	if !recoverable(w) {
+		return store.Event{}, false, nil
+	}
+	id, err := runtimeid.Parse(w.RuntimeID)
+	if err != nil {
+		return store.Event{}, false, err
+	}
+	k, err := runtime.KindOf(id.Kind)
+	if err != nil {
+		return store.Event{}, false, err
+	}
+	client, err := e.Client(id.Runtime)
+	if err != nil {
+		return store.Event{}, false, err
+	}
+	if e.Owner.ID == "" {
+		return store.Event{}, false, fmt.Errorf("recover %s: the engine has no lease owner", id)
+	}
+	key := verbLockPrefix + w.RuntimeID
+	got, err := e.Store.AcquireLeases(ctx, e.Owner, []string{key}, LeaseTTL)
+	if err != nil || len(got) == 0 {
+		return store.Event{}, false, err // a verb of a live process is under way
+	}
+	defer func() { _ = e.Store.ReleaseLeases(context.WithoutCancel(ctx), e.Owner, key) }()
+	// Read again under the lock: the record may have moved on.
+	if w, err = e.Store.Get(ctx, w.RuntimeID); err != nil || !recoverable(w) {
+		return store.Event{}, false, err
+	}
+
+	obj, err := k.Get(ctx, client, id.Namespace, id.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		if w.State != store.StateDeleted {
+			return store.Event{}, false, nil // the monitors record the absence
+		}
+		return e.Store.Apply(ctx, store.Transition{RuntimeID: w.RuntimeID, Type: store.ContainerDeleted, UID: w.UID, Epoch: w.Epoch})
+	case err != nil:
+		return store.Event{}, false, fmt.Errorf("recover %s: %w", id, err)
+	}
+	o, ok := k.Observe(obj)
+	if !ok || obj.GetDeletionTimestamp() != nil {
+		return store.Event{}, false, nil // nothing definite, or a deletion under way
+	}
+	uid := string(obj.GetUID())
+	what := k.Resource() + "/" + id.Name
+	msg := fmt.Sprintf("the %s did not reach the cluster: the process that recorded it ended first", verbName(w.Request))
+	older := false // waiting for a new object (no UID), the object is an older one
+	if w.UID == "" {
+		evs, err := e.Store.Events(ctx, w.RuntimeID)
+		if err != nil {
+			return store.Event{}, false, err
+		}
+		older = slices.ContainsFunc(evs, func(ev store.Event) bool { return ev.UID == uid })
+	}
+	switch {
+	case older:
+		msg = "the new " + what + " was never made: the process making it ended first"
+	case w.UID != "" && w.UID != uid:
+		return store.Event{}, false, nil // another object took the name
+	case w.State == store.StateDeleted:
+		// Its object is still there and not being deleted.
+	case w.State == store.StateStopping && o.Type == store.ContainerStarted:
+		// Its object still runs.
+	default:
+		return store.Event{}, false, nil // what the request did, the monitors record
+	}
+	state := map[store.EventType]store.State{
+		store.ContainerStarted: store.StateRunning, store.ContainerExited: store.StateExited, store.ContainerFailed: store.StateFailed,
+	}[o.Type]
+	as, err := e.Store.ApplyBatch(ctx, []store.Transition{{
+		RuntimeID: w.RuntimeID, Type: store.RequestFailed, Epoch: w.Epoch, Restore: state, UID: uid,
+		Message: fmt.Sprintf("%s; %s is %s", msg, what, state),
+	}})
+	if err != nil {
+		return store.Event{}, false, err
+	}
+	return as[0].Event, as[0].Applied, nil
+}
+
+// recoverable reports whether Recover may have something to heal in w.
+func recoverable(w store.Workload) bool {
+	switch w.State {
+	case store.StateStopping, store.StateDeleted:
+		return true
+	case store.StateCreated, store.StateStarting:
+		return w.UID == ""
+	}
+	return false
+}
+
+// RecoverAll runs Recover on every record a dead process may have left
+// wrong: the non-terminal ones and the deleted ones whose deletion is not
+// confirmed. It returns the events it recorded; it goes on past a failure
+// and returns the failures joined.
+func (e *Engine) RecoverAll(ctx context.Context) ([]store.Event, error) {
+	live, err := e.Store.List(ctx, store.Filter{NoSpec: true})
+	if err != nil {
+		return nil, err
+	}
+	deleted, err := e.Store.UnconfirmedDeletes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		evs  []store.Event
+		errs []error
+	)
+	for _, w := range append(live, deleted...) {
+		ev, ok, err := e.Recover(ctx, w)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if ok {
+			evs = append(evs, ev)
+		}
+	}
+	return evs, errors.Join(errs...)
+}
+
 // record applies one transition and returns the record after it.
 func (e *Engine) record(ctx context.Context, t store.Transition) (store.Workload, error) {
 	as, err := e.Store.ApplyBatch(ctx, []store.Transition{t})
@@ -234,6 +395,76 @@ func (e *Engine) record(ctx context.Context, t store.Transition) (store.Workload
 	}
 	return as[0].Workload, nil
 }
+
+// ErrBusy is returned when another command is changing the same ID and did
+// not finish within Engine.LockWait.
+var ErrBusy = errors.New("another command is changing it now")
+
+// lockPoll is how often a verb looks whether the ID's verb lock is free.
+const lockPoll = 50 * time.Millisecond
+
+// lock serializes the verbs of one ID across processes: it takes the ID's
+// verb lock (a lease of its own key), waiting at most e.LockWait while
+// another live command holds it, then the ID's lease when free (see lease).
+// Both are renewed while the verb runs (a job start may wait for the old
+// job longer than a lease lives) and released by unlock. Without the lock
+// two verbs interleave: the intent of one, the other's whole request, then
+// the first one's API call, which the record, owned by the later request,
+// never learns about (a delete that removes a deployment after a later
+// stop was recorded, and the record stays exited). A process that dies
+// leaves its lock to the next command: its PID is gone.
+func (e *Engine) lock(ctx context.Context, id string) (unlock func(), err error) {
+	if e.Owner.ID == "" {
+		return func() {}, nil
+	}
+	key := verbLockPrefix + id
+	deadline := time.Now().Add(e.LockWait)
+	for {
+		got, err := e.Store.AcquireLeases(ctx, e.Owner, []string{key}, LeaseTTL)
+		if err != nil {
+			return nil, err
+		}
+		if len(got) == 1 {
+			break
+		}
+		if !time.Now().Before(deadline) {
+			return nil, fmt.Errorf("%w (waited %s): try again when it is done", ErrBusy, e.LockWait)
+		}
+		timer := time.NewTimer(lockPoll)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			_ = e.Store.ReleaseLeases(context.WithoutCancel(ctx), e.Owner, key)
+			return nil, ctx.Err()
+		case <-timer.C:
+		}
+	}
+	release := e.lease(ctx, id)
+	renewCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(LeaseTTL / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-renewCtx.Done():
+				return
+			case <-tick.C:
+				_ = e.Store.RenewLeases(renewCtx, e.Owner)
+			}
+		}
+	}()
+	return func() {
+		stop()
+		<-done
+		release()
+		_ = e.Store.ReleaseLeases(context.WithoutCancel(ctx), e.Owner, key)
+	}, nil
+}
+
+// verbLockPrefix makes the key of an ID's verb lock in the leases table.
+const verbLockPrefix = "verb:"
 
 // lease takes the ID's lease while the engine acts, when it is free, so that
 // a monitor of another process follows the ID instead of judging an object
@@ -273,6 +504,11 @@ func (e *Engine) Create(ctx context.Context, rt string, namespace string, s spec
 		return store.Workload{}, runtime.Created{}, err
 	}
 	s.RuntimeNamespace = namespace
+	unlock, err := e.lock(ctx, id.String())
+	if err != nil {
+		return store.Workload{}, runtime.Created{}, fmt.Errorf("create %s: %w", id, err)
+	}
+	defer unlock()
 	old, err := e.Store.Get(ctx, id.String())
 	known := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -300,8 +536,6 @@ func (e *Engine) Create(ctx context.Context, rt string, namespace string, s spec
 		RuntimeID: id.String(), Runtime: rt, Namespace: namespace, Kind: id.Kind, Name: s.Name,
 		Spec: s, State: store.StateCreated, CreatedAt: now, UpdatedAt: now,
 	}
-	release := e.lease(ctx, w.RuntimeID)
-	defer release()
 	if err := e.Store.Put(ctx, w, store.Transition{RuntimeID: w.RuntimeID, Type: store.Created, Message: msg, Time: now}); err != nil {
 		return store.Workload{}, runtime.Created{}, fmt.Errorf("record %s: %w", w.RuntimeID, err)
 	}
@@ -358,8 +592,18 @@ func outcomeUnknown(ctx context.Context, err error) bool {
 	return errors.As(err, &ne) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
 }
 
+func isVerb(t store.EventType) bool {
+	switch t {
+	case store.StartRequested, store.ResumeRequested, store.StopRequested, store.PauseRequested, store.DeleteRequested:
+		return true
+	}
+	return false
+}
+
 func verbName(t store.EventType) string {
 	switch t {
+	case store.Created:
+		return "create"
 	case store.StartRequested:
 		return "start"
 	case store.ResumeRequested:

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrSuperseded is returned by the intent methods when the record has moved
@@ -113,4 +114,35 @@ func (s *Store) Restore(ctx context.Context, old Workload, epoch int, msg string
 		return s.fail(fmt.Sprintf("restore %q", old.RuntimeID), err)
 	}
 	return nil
+}
+
+// UnconfirmedDeletes returns the deleted records whose deletion no
+// observation has confirmed yet (no ContainerDeleted in their epoch),
+// without their specs, in the order of List. A process that
+// died between recording a delete and making its API call leaves such a
+// record while the object lives on; recover reads their objects
+// (lifecycle.Engine.Recover) and confirms those that are gone.
+func (s *Store) UnconfirmedDeletes(ctx context.Context) ([]Workload, error) {
+	cols := strings.Replace(workloadColumns, "spec,", "'' AS spec,", 1)
+	rows, err := s.db.QueryContext(ctx, "SELECT "+cols+` FROM workloads w
+WHERE w.state = ? AND NOT EXISTS (
+	SELECT 1 FROM events e WHERE e.runtime_id = w.runtime_id AND e.epoch = w.epoch AND e.type = ?)
+ORDER BY namespace, kind, name, runtime_id`, string(StateDeleted), string(ContainerDeleted))
+	if err != nil {
+		return nil, s.fail("list unconfirmed deletes", err)
+	}
+	defer rows.Close()
+	ws := []Workload{}
+	for rows.Next() {
+		var spec []byte
+		w, err := scanRow(rows.Scan, &spec)
+		if err != nil {
+			return nil, s.fail("list unconfirmed deletes", err)
+		}
+		ws = append(ws, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("list unconfirmed deletes", err)
+	}
+	return ws, nil
 }

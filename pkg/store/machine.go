@@ -223,12 +223,15 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 		current := t.Epoch == 0 || t.Epoch == w.Epoch
 		if current && t.Restore.known() {
 			next = t.Restore // no later request: back to where it was
+			if t.RestoreRequest != "" {
+				request, expect = t.RestoreRequest, t.RestoreExpect
+			}
+			if t.UID != "" {
+				uid = t.UID
+			}
 		}
 		if !current {
-			msg = w.Message // a later request owns the record now
-		}
-		if current && t.UID != "" {
-			uid = t.UID
+			msg = w.Message // a later request owns the record now, and its object
 		}
 	default:
 		epoch++

@@ -132,6 +132,12 @@ type Transition struct {
 	Retire bool
 	// Restore, on RequestFailed, is the state to go back to.
 	Restore State
+	// RestoreRequest and RestoreExpect, on RequestFailed, are the request
+	// and its expected completion to go back to with Restore, when set:
+	// those of the record before the failed request, so that what is
+	// observed next is judged by the request that stands (a job whose
+	// stop stands ends exited when it goes, not deleted).
+	RestoreRequest, RestoreExpect EventType
 }
 
 // Filter selects workloads for List.
