@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -34,13 +35,30 @@ var ErrNewerSchema = errors.New("state database schema is newer than this binary
 // ErrCorrupt is wrapped when the file is not an SQLite database or is damaged.
 var ErrCorrupt = errors.New("state database is corrupt")
 
-const (
-	busyTimeout = 10 * time.Second
-	// busyRetries is how many times a write transaction that still failed
-	// with SQLITE_BUSY after the busy timeout is tried again.
-	busyRetries  = 4
-	maxOpenConns = 4
-)
+const maxOpenConns = 4
+
+// waits are how long a store waits for other processes' locks.
+type waits struct {
+	// busy is SQLite's busy_timeout: how long a statement waits for a lock.
+	busy time.Duration
+	// retries is how many times a write transaction that still failed with
+	// SQLITE_BUSY after the busy timeout is tried again.
+	retries int
+	// migrate is how long Open keeps trying a migration that SQLite answers
+	// with SQLITE_BUSY at once (see migrateRetrying).
+	migrate time.Duration
+	// onRetry, when set, is called on every retry (tests).
+	onRetry func()
+}
+
+var defaultWaits = waits{busy: 10 * time.Second, retries: 4, migrate: 10 * time.Second}
+
+// Retries counts the attempts a store made again after SQLITE_BUSY, by path.
+// The multi-process tests read them to show that the paths ran.
+type Retries struct {
+	Migrate int64 `json:"migrate"`
+	Write   int64 `json:"write"`
+}
 
 // Store is an open state database. It is safe for concurrent use.
 type Store struct {
@@ -53,12 +71,24 @@ type Store struct {
 	// processes are kept out by BEGIN IMMEDIATE and busy_timeout.
 	writeMu sync.Mutex
 
+	waits   waits
+	retried struct{ migrate, write atomic.Int64 }
+
 	now func() time.Time // the clock, replaced in tests
+}
+
+// Retries reports how often this store tried again after SQLITE_BUSY.
+func (s *Store) Retries() Retries {
+	return Retries{Migrate: s.retried.migrate.Load(), Write: s.retried.write.Load()}
 }
 
 // Open opens the state database at path, creating it (folder mode 0700,
 // file mode 0600) and applying the embedded migrations when needed.
 func Open(ctx context.Context, path string) (*Store, error) {
+	return open(ctx, path, defaultWaits)
+}
+
+func open(ctx context.Context, path string, w waits) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("open state database: empty path")
 	}
@@ -68,7 +98,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err := precheck(path); err != nil {
 		return nil, err
 	}
-	dsn, err := dataSourceName(path)
+	dsn, err := dataSourceName(path, w.busy)
 	if err != nil {
 		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
@@ -81,7 +111,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	db.SetConnMaxIdleTime(time.Minute)
 
 	host, _ := os.Hostname()
-	s := &Store{db: db, path: path, host: host, now: time.Now}
+	s := &Store{db: db, path: path, host: host, waits: w, now: time.Now}
 	if err := s.migrateRetrying(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -95,11 +125,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // before the busy timeout applies (seen with 8 processes opening a new file).
 func (s *Store) migrateRetrying(ctx context.Context) error {
 	delay := 10 * time.Millisecond
-	deadline := time.Now().Add(busyTimeout)
+	deadline := time.Now().Add(s.waits.migrate)
 	for {
 		err := s.migrate(ctx)
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
 			return err
+		}
+		s.retried.migrate.Add(1)
+		if s.waits.onRetry != nil {
+			s.waits.onRetry()
 		}
 		t := time.NewTimer(delay)
 		select {
@@ -141,7 +175,7 @@ func precheck(path string) error {
 }
 
 // dataSourceName builds a file: URI for path with the connection settings.
-func dataSourceName(path string) (string, error) {
+func dataSourceName(path string, busy time.Duration) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", err
@@ -152,7 +186,7 @@ func dataSourceName(path string) (string, error) {
 	}
 	u := url.URL{Scheme: "file", Path: p}
 	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
@@ -286,8 +320,12 @@ func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	delay := 20 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		err := s.inTx(ctx, fn)
-		if err == nil || !isBusy(err) || attempt == busyRetries {
+		if err == nil || !isBusy(err) || attempt == s.waits.retries {
 			return err
+		}
+		s.retried.write.Add(1)
+		if s.waits.onRetry != nil {
+			s.waits.onRetry()
 		}
 		t := time.NewTimer(delay)
 		select {

@@ -594,9 +594,9 @@ func TestSetUIDAndEvents(t *testing.T) {
 	}
 }
 
-// TestConcurrentProcesses has 8 stores (as 8 processes would) write to one
-// file at once.
-func TestConcurrentProcesses(t *testing.T) {
+// TestConcurrentStores has 8 stores of one process write to one file at
+// once; TestConcurrentProcesses does the same from 8 processes.
+func TestConcurrentStores(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "state.db")
 	const writers, writes = 8, 200
@@ -615,32 +615,8 @@ func TestConcurrentProcesses(t *testing.T) {
 				return
 			}
 			defer s.Close()
-			shared := workload("default", "deployment", "shared")
-			for j := range writes {
-				w := workload("default", "job", fmt.Sprintf("w%d-%d", i, j/4))
-				var err error
-				switch j % 4 {
-				case 0:
-					err = s.Put(ctx, w, Transition{Type: Created})
-				case 1:
-					_, _, err = s.Apply(ctx, Transition{RuntimeID: w.RuntimeID, Type: StartRequested})
-				case 2:
-					_, err = s.ApplyBatch(ctx, []Transition{
-						{RuntimeID: w.RuntimeID, Type: ContainerStarted, UID: "u"},
-						{RuntimeID: w.RuntimeID, Type: ContainerExited},
-					})
-				case 3:
-					// Everybody works on the same record too.
-					if j == 3 {
-						err = s.Put(ctx, shared, Transition{})
-					} else if _, err = s.AcquireLeases(ctx, Owner{ID: fmt.Sprint(i), PID: os.Getpid()}, []string{shared.RuntimeID}, time.Minute); err == nil {
-						_, _, err = s.Apply(ctx, Transition{RuntimeID: shared.RuntimeID, Type: ContainerStarted, UID: "s"})
-					}
-				}
-				if err != nil {
-					errs <- fmt.Errorf("writer %d, write %d: %w", i, j, err)
-					return
-				}
+			if err := writeLoad(ctx, s, i, writes); err != nil {
+				errs <- err
 			}
 		}()
 	}
@@ -650,7 +626,47 @@ func TestConcurrentProcesses(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+	checkLoad(t, path, writers, writes)
+}
 
+// writeLoad is writer i's share of the concurrent load: records of its own
+// (created, started, observed running and exited) and a shared record that
+// every writer leases and updates.
+func writeLoad(ctx context.Context, s *Store, i, writes int) error {
+	shared := workload("default", "deployment", "shared")
+	for j := range writes {
+		w := workload("default", "job", fmt.Sprintf("w%d-%d", i, j/4))
+		var err error
+		switch j % 4 {
+		case 0:
+			err = s.Put(ctx, w, Transition{Type: Created})
+		case 1:
+			_, _, err = s.Apply(ctx, Transition{RuntimeID: w.RuntimeID, Type: StartRequested})
+		case 2:
+			_, err = s.ApplyBatch(ctx, []Transition{
+				{RuntimeID: w.RuntimeID, Type: ContainerStarted, UID: "u"},
+				{RuntimeID: w.RuntimeID, Type: ContainerExited},
+			})
+		case 3:
+			// Everybody works on the same record too.
+			if j == 3 {
+				err = s.Put(ctx, shared, Transition{})
+			} else if _, err = s.AcquireLeases(ctx, Owner{ID: fmt.Sprint(i), PID: os.Getpid()}, []string{shared.RuntimeID}, time.Minute); err == nil {
+				_, _, err = s.Apply(ctx, Transition{RuntimeID: shared.RuntimeID, Type: ContainerStarted, UID: "s"})
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("writer %d, write %d: %w", i, j, err)
+		}
+	}
+	return nil
+}
+
+// checkLoad checks the file after writers ran writeLoad: intact, every
+// record exited in its second epoch, every event there exactly once.
+func checkLoad(t *testing.T, path string, writers, writes int) {
+	t.Helper()
+	ctx := context.Background()
 	s, _ := openAt(t, path)
 	if err := s.IntegrityCheck(ctx); err != nil {
 		t.Fatal(err)
