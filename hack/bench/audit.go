@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"regexp"
 	"sort"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 )
 
 // auditLog reads the API server's audit log (one JSON event per line and stage, never rotated).
@@ -22,12 +26,50 @@ type request struct {
 // Path is the URI without its query.
 func (r request) Path() string { p, _, _ := strings.Cut(r.URI, "?"); return p }
 
-// perObject matches a request about one named object: a GET/PUT/... of .../NAME, or a list or
-// watch narrowed to one name by a field selector.
-var perObject = regexp.MustCompile(`/namespaces/[^/?]+/[a-z.]+/[^/?]+|fieldSelector=metadata\.name`)
+// perObjectPath matches a request about one named object: a GET/PUT/... of .../NAME.
+var perObjectPath = regexp.MustCompile(`/namespaces/[^/?]+/[a-z.]+/[^/?]+`)
+
+// perObjectLabels are the label keys whose equality narrows a list or watch to the pods (or
+// replica sets) of one workload: the plugin's own label and those the controllers set.
+var perObjectLabels = map[string]bool{
+	"gobrave-workload":                   true,
+	"controller-uid":                     true,
+	"batch.kubernetes.io/controller-uid": true,
+	"job-name":                           true,
+	"batch.kubernetes.io/job-name":       true,
+	"pod-template-hash":                  true,
+}
 
 // PerObject reports whether r is about one named object.
-func (r request) PerObject() bool { return perObject.MatchString(r.URI) }
+func (r request) PerObject() bool {
+	path, query, _ := strings.Cut(r.URI, "?")
+	if perObjectPath.MatchString(path) {
+		return true
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return false
+	}
+	for _, f := range strings.Split(q.Get("fieldSelector"), ",") {
+		if k, _, ok := strings.Cut(f, "="); ok && strings.TrimSpace(k) == "metadata.name" {
+			return true
+		}
+	}
+	sel, err := labels.Parse(q.Get("labelSelector"))
+	if err != nil {
+		return false
+	}
+	reqs, _ := sel.Requirements()
+	for _, req := range reqs {
+		switch req.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			if perObjectLabels[req.Key()] {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 func (a *auditLog) offset() (int64, error) {
 	fi, err := os.Stat(a.path)
@@ -90,8 +132,11 @@ func summarize(rs []request) string {
 		key := r.Verb + " " + r.Path()
 		if r.PerObject() {
 			key = r.Verb + " <one object>"
-			if strings.Contains(r.URI, "fieldSelector=metadata.name") {
+			switch {
+			case strings.Contains(r.URI, "fieldSelector=metadata.name"):
 				key = r.Verb + " <one object by fieldSelector>"
+			case strings.Contains(r.URI, "labelSelector="):
+				key = r.Verb + " " + r.Path() + " <one workload by labelSelector>"
 			}
 		}
 		count[key]++

@@ -15,6 +15,10 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // procSpec is one measured process.
@@ -43,6 +47,27 @@ type measured struct {
 	Load     float64 // 1-minute load average at the start
 	Reached  bool    // the milestone was reached (with until)
 	Started  time.Time
+}
+
+// auditBarrier makes one request under a User-Agent of its own and waits until the audit log
+// (from byte offset from) has it: every request completed before it is then logged too.
+func (c *cluster) auditBarrier(ctx context.Context, from int64) error {
+	rc, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		return err
+	}
+	rc.UserAgent = fmt.Sprintf("gobrave-bench-barrier/%d", c.seq.Add(1))
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		return err
+	}
+	if _, err := dc.ServerVersion(); err != nil {
+		return fmt.Errorf("audit barrier: %w", err)
+	}
+	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		rs, err := c.audit.requests(from, rc.UserAgent)
+		return len(rs[rc.UserAgent]) > 0, err
+	})
 }
 
 // run starts p, measures it and collects its requests from the audit log.
@@ -133,9 +158,12 @@ func (c *cluster) run(ctx context.Context, p procSpec) (measured, error) {
 	} else if m.Code != 0 {
 		return m, fmt.Errorf("%s: exit code %d: %s", strings.Join(p.argv, " "), m.Code, tail(m.Stderr))
 	}
-	// Non-watch requests are logged when their response is complete: give the last ones a moment.
-	time.Sleep(time.Second)
 	if p.ua != "" {
+		// A request is logged when its response is complete, which may be just after the
+		// process read it: wait until a request made after the process ended is in the log.
+		if err := c.auditBarrier(ctx, from); err != nil {
+			return m, err
+		}
 		rs, err := c.audit.requests(from, p.ua)
 		if err != nil {
 			return m, err

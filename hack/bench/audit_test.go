@@ -1,0 +1,77 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestPerObject(t *testing.T) {
+	for _, c := range []struct {
+		uri  string
+		want bool
+	}{
+		// The plugin's constant requests: label-filtered watch-lists of a namespace.
+		{"/apis/apps/v1/namespaces/bench/deployments?allowWatchBookmarks=true&labelSelector=gobrave-workload&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&watch=true", false},
+		{"/apis/batch/v1/jobs?labelSelector=gobrave-workload&limit=500", false},
+		{"/api/v1/namespaces/bench/pods?labelSelector=gobrave-workload%2Cgobrave.dev%2Fkind%3Djob&watch=true", false},
+		{"/apis/batch/v1/namespaces/bench/jobs?labelSelector=gobrave-workload+notin+%28x%29", false},
+		{"/version", false},
+		// One object by name.
+		{"/apis/apps/v1/namespaces/bench/deployments/web", true},
+		{"/apis/batch/v1/namespaces/bench/jobs/task-1/status", true},
+		{"/apis/batch/v1/namespaces/bench/jobs?fieldSelector=metadata.name%3Dtask-1&watch=true", true},
+		{"/apis/batch/v1/namespaces/bench/jobs?fieldSelector=status.successful%3D1%2Cmetadata.name%3Dx", true},
+		// One workload's pods by label: the per-object forms the first classifier missed.
+		{"/api/v1/namespaces/bench/pods?labelSelector=batch.kubernetes.io%2Fcontroller-uid%3D3b1f0c1e-0000-4000-8000-000000000001", true},
+		{"/api/v1/namespaces/bench/pods?labelSelector=controller-uid%3D3b1f", true},
+		{"/api/v1/namespaces/bench/pods?labelSelector=gobrave-workload%3Dweb", true},
+		{"/api/v1/namespaces/bench/pods?labelSelector=gobrave-workload+in+%28web%29&limit=1", true},
+		{"/api/v1/namespaces/bench/pods?labelSelector=job-name%3Dtask-1", true},
+		{"/apis/apps/v1/namespaces/bench/replicasets?labelSelector=pod-template-hash%3D5d9f", true},
+	} {
+		if got := (request{URI: c.uri}).PerObject(); got != c.want {
+			t.Errorf("PerObject(%s) = %v, want %v", c.uri, got, c.want)
+		}
+	}
+}
+
+// TestAuditRequests reads a log as the API server writes it: a watch has a ResponseStarted and
+// a ResponseComplete line with one auditID and counts once; other agents are left out; prefixes
+// group the rest.
+func TestAuditRequests(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	log := `{"kind":"Event","level":"Metadata","auditID":"a1","stage":"ResponseStarted","requestURI":"/apis/batch/v1/namespaces/b/jobs?labelSelector=gobrave-workload&watch=true","verb":"watch","userAgent":"kubectl-gobrave/v1 (linux/amd64)"}
+{"kind":"Event","level":"Metadata","auditID":"a2","stage":"ResponseComplete","requestURI":"/apis/batch/v1/namespaces/b/jobs/x","verb":"get","userAgent":"kubectl/v1.37.2 (linux/amd64)"}
+{"kind":"Event","level":"Metadata","auditID":"a1","stage":"ResponseComplete","requestURI":"/apis/batch/v1/namespaces/b/jobs?labelSelector=gobrave-workload&watch=true","verb":"watch","userAgent":"kubectl-gobrave/v1 (linux/amd64)"}
+{"kind":"Event","level":"Metadata","auditID":"a3","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/b/pods?labelSelector=batch.kubernetes.io%2Fcontroller-uid%3Du1","verb":"list","userAgent":"kubectl-gobrave/v1 (linux/amd64)"}
+{"kind":"Event","level":"Metadata","auditID":"a4","stage":"ResponseComplete","requestURI":"/api/v1/nodes","verb":"list","userAgent":"kube-scheduler/v1.37.2"}
+`
+	if err := os.WriteFile(path, []byte(log), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := &auditLog{path: path}
+	rs, err := a.requests(0, "kubectl-gobrave/", "kubectl/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(rs["kubectl-gobrave/"]); got != 2 {
+		t.Errorf("%d plugin requests, want 2 (the watch once, the pod list): %v", got, rs["kubectl-gobrave/"])
+	}
+	if got := perObjectCount(rs["kubectl-gobrave/"]); got != 1 {
+		t.Errorf("%d per-object plugin requests, want 1 (the pod list by controller-uid)", got)
+	}
+	if got := len(rs["kubectl/"]); got != 1 {
+		t.Errorf("%d kubectl requests, want 1", got)
+	}
+	if got := summarize(rs["kubectl-gobrave/"]); got != "list /api/v1/namespaces/b/pods <one workload by labelSelector>; watch /apis/batch/v1/namespaces/b/jobs" {
+		t.Errorf("summary %q", got)
+	}
+
+	// From an offset: only what was written after it.
+	fi, _ := os.Stat(path)
+	rs, err = a.requests(fi.Size(), "kubectl-gobrave/")
+	if err != nil || len(rs) != 0 {
+		t.Errorf("from the end: %v, %v; want nothing", rs, err)
+	}
+}
