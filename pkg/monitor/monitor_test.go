@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,14 +35,14 @@ import (
 
 // --- fixtures ---------------------------------------------------------------
 
-func newStore(t *testing.T) *store.Store {
+func newStore(t testing.TB) *store.Store {
 	t.Helper()
 	return openStore(t, filepath.Join(t.TempDir(), "state.db"))
 }
 
 // openStore opens the database at path; two handles on one path are two
 // processes sharing it.
-func openStore(t *testing.T, path string) *store.Store {
+func openStore(t testing.TB, path string) *store.Store {
 	t.Helper()
 	st, err := store.Open(t.Context(), path)
 	if err != nil {
@@ -62,7 +63,7 @@ func deployID(ns, name string) runtimeid.ID {
 }
 
 // record puts a workload in the store in the given state.
-func record(t *testing.T, st *store.Store, id runtimeid.ID, uid string, state store.State) {
+func record(t testing.TB, st *store.Store, id runtimeid.ID, uid string, state store.State) {
 	t.Helper()
 	w := store.Workload{RuntimeID: id.String(), Runtime: id.Runtime, Namespace: id.Namespace, Kind: id.Kind, Name: id.Name, UID: uid, State: state}
 	if err := st.Put(t.Context(), w, store.Transition{Type: store.Created}); err != nil {
@@ -133,7 +134,7 @@ func start(ctx context.Context, m *Monitor) <-chan result {
 	return ch
 }
 
-func await(t *testing.T, ch <-chan result) result {
+func await(t testing.TB, ch <-chan result) result {
 	t.Helper()
 	select {
 	case r := <-ch:
@@ -145,7 +146,7 @@ func await(t *testing.T, ch <-chan result) result {
 }
 
 // eventually polls cond with a deadline.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
 		return cond(), nil
@@ -752,12 +753,15 @@ func TestInformerCannotSync(t *testing.T) {
 		id := jobID("secret", "task")
 		record(t, st, id, "u1", store.StateRunning)
 		client := fake.NewClientset()
+		var lists atomic.Int32
 		client.PrependReactor("list", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
+			lists.Add(1)
 			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "batch", Resource: "jobs"}, "",
 				errors.New(`User "dev" cannot list resource "jobs" in API group "batch" in the namespace "secret"`))
 		})
-		m := New(client, st, Options{Owner: owner("a"), SyncTimeout: time.Minute})
-		begin := time.Now()
+		// A sync timeout the test would never see end: only failing at the first refusal
+		// returns (await gives up after 20 s).
+		m := New(client, st, Options{Owner: owner("a"), SyncTimeout: time.Hour})
 		r := await(t, start(t.Context(), m.with(id)))
 		if r.err == nil {
 			t.Fatal("Run succeeded, want a forbidden error")
@@ -770,8 +774,9 @@ func TestInformerCannotSync(t *testing.T) {
 		if !apierrors.IsForbidden(r.err) {
 			t.Errorf("error %v does not wrap the Forbidden status", r.err)
 		}
-		if d := time.Since(begin); d > 30*time.Second {
-			t.Errorf("took %s to fail", d)
+		// Failing fast means at the first refusal, not after the reflector's retries.
+		if n := lists.Load(); n != 1 {
+			t.Errorf("%d lists of jobs, want 1: the monitor retried a forbidden list", n)
 		}
 		if diff := cmp.Diff([]string{"Created  u1"}, history(t, st, id)); diff != "" {
 			t.Errorf("history (-want +got):\n%s", diff)
@@ -1198,15 +1203,42 @@ func TestDeleteRequestedOfHeldID(t *testing.T) {
 	}
 }
 
-// TestLatency: 1,000 jobs completing within 5s are all recorded, and the delay from the status update to the recorded event
-// stays small. It uses the simple fake (no field management) to leave the
-// CPU to the monitor.
+// TestLatency: 1,000 jobs completing within 5s are all recorded, each after
+// its status update. How long that takes is measured by BenchmarkLatency
+// (make bench), not asserted here: the race detector and a shared machine
+// slow it many times over.
 func TestLatency(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow")
 	}
+	delays, _ := latencyRun(t, 1000)
+	for i, d := range delays {
+		if d < 0 {
+			t.Errorf("event %d recorded %s before its status update", i, -d)
+		}
+	}
+}
+
+// BenchmarkLatency measures the delay from a job's status update on the
+// (simple) fake API to its event recorded and handed to OnEvent, for 1,000
+// jobs completing within 5s; it reports p50 and p99.
+func BenchmarkLatency(b *testing.B) {
+	var p50, p99, w99 time.Duration
+	for b.Loop() {
+		delays, writer := latencyRun(b, 1000)
+		p50, p99, w99 = max(p50, delays[len(delays)/2]), max(p99, delays[len(delays)*99/100]), max(w99, writer[len(writer)*99/100])
+	}
+	b.ReportMetric(float64(p50.Milliseconds()), "p50-ms")
+	b.ReportMetric(float64(p99.Milliseconds()), "p99-ms")
+	b.ReportMetric(float64(w99.Milliseconds()), "writer-p99-ms")
+}
+
+// latencyRun completes n jobs at a steady pace and returns, sorted, the
+// delays from each status update to OnEvent and from each event's record
+// time to OnEvent. It uses the simple fake (no field management) to leave
+// the CPU to the monitor.
+func latencyRun(t testing.TB, n int) (delays, writerDelays []time.Duration) {
 	st := newStore(t)
-	const n = 1000
 	var ids []runtimeid.ID
 	var objs []runtime.Object
 	for i := range n {
@@ -1221,7 +1253,6 @@ func TestLatency(t *testing.T) {
 	isWatched := watched(client)
 	var mu sync.Mutex
 	updated := map[string]time.Time{}
-	var delays, writerDelays []time.Duration
 	m := New(client, st, Options{Owner: owner("a"), OnEvent: func(e store.Event) {
 		at := time.Now()
 		mu.Lock()
@@ -1230,15 +1261,17 @@ func TestLatency(t *testing.T) {
 		mu.Unlock()
 	}})
 	m.Add(ids...)
-	done := start(t.Context(), m)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := start(ctx, m)
 	eventually(t, "the job watch", func() bool { return isWatched("jobs") })
-	// 1,000 completions in 5s (the fake's watch also panics when its
-	// consumer falls 100 events behind).
+	// n completions at 5ms (the fake's watch also panics when its consumer
+	// falls 100 events behind).
 	pace := time.NewTicker(5 * time.Millisecond)
 	defer pace.Stop()
 	for _, id := range ids {
 		<-pace.C
-		j, err := client.BatchV1().Jobs("ns").Get(t.Context(), id.Name, metav1.GetOptions{})
+		j, err := client.BatchV1().Jobs("ns").Get(ctx, id.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1246,7 +1279,7 @@ func TestLatency(t *testing.T) {
 		mu.Lock()
 		updated[id.String()] = time.Now()
 		mu.Unlock()
-		if _, err := client.BatchV1().Jobs("ns").UpdateStatus(t.Context(), j, metav1.UpdateOptions{}); err != nil {
+		if _, err := client.BatchV1().Jobs("ns").UpdateStatus(ctx, j, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1258,19 +1291,8 @@ func TestLatency(t *testing.T) {
 		t.Fatalf("%d events, want %d", len(delays), n)
 	}
 	slices.Sort(delays)
-	p99 := delays[n*99/100]
 	slices.Sort(writerDelays)
 	t.Logf("update to OnEvent: p50 %s p99 %s max %s; handler to OnEvent: p50 %s p99 %s max %s",
-		delays[n/2], p99, delays[n-1], writerDelays[n/2], writerDelays[n*99/100], writerDelays[n-1])
-	// The bound is 1s; the race detector slows the pure-Go SQLite driver
-	// (and everything else) many times over, so under -race only a
-	// pathological writer (one transaction per event at a fixed interval,
-	// serial GETs...) fails it.
-	bound := time.Second
-	if raceEnabled {
-		bound = 10 * time.Second
-	}
-	if p99 > bound {
-		t.Errorf("p99 latency %s, want under %s", p99, bound)
-	}
+		delays[n/2], delays[n*99/100], delays[n-1], writerDelays[n/2], writerDelays[n*99/100], writerDelays[n-1])
+	return delays, writerDelays
 }

@@ -91,12 +91,10 @@ func TestClusterSmoke(t *testing.T) {
 		t.Parallel()
 		ns := newNamespace(t)
 		const runFor = 2 * time.Second
-		created := time.Now()
 		createJob(t, ns, "slow", map[string]string{labelRunFor: runFor.String()}, nil)
 		waitJobCondition(t, ns, "slow", batchv1.JobComplete)
-		if took := time.Since(created); took < runFor {
-			t.Errorf("job completed %s after creation, want at least %s", took, runFor)
-		}
+		// The cluster's own timestamps (whole seconds; both truncated, so a run of at least 2 s
+		// shows as at least 2 s), not the test's clock.
 		state := jobPod(t, ns, "slow").Status.ContainerStatuses[0].State.Terminated
 		if ran := state.FinishedAt.Sub(state.StartedAt.Time); ran < runFor {
 			t.Errorf("container ran %s (%s to %s), want at least %s", ran, state.StartedAt, state.FinishedAt, runFor)

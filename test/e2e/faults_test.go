@@ -11,6 +11,7 @@ package e2e
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -527,10 +528,20 @@ func TestFaultAPIServerRestart(t *testing.T) {
 	apiserver := clusterComponent(t, "kube-apiserver")
 	etcd := clusterComponent(t, "etcd")
 	before := countStates(e.records(), all)
+	seen := len(mon.stderr.String())
 	apiserver.kill(t)
 	downAt := time.Now()
 	rev := etcdCompact(t, etcd.flagValue(t, "listen-client-urls"))
-	time.Sleep(3 * time.Second) // down long enough for every client to notice
+	// Down until the monitor has noticed: each of its informers has had a request refused.
+	waitFor(t, time.Minute, func() (bool, error) {
+		since := mon.stderr.String()[seen:]
+		for _, res := range []string{"/jobs", "/deployments"} {
+			if !refusedRequest(since, res) {
+				return false, fmt.Errorf("no refused request for %s in the monitor's log yet", res)
+			}
+		}
+		return true, nil
+	})
 	apiserver.start(t)
 	waitFor(t, 2*time.Minute, func() (bool, error) {
 		err := harness.client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(t.Context()).Error()
@@ -630,15 +641,30 @@ func blackHole(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
+// refusingPort returns a loopback address that refuses connections for the rest of the test: a
+// TCP socket bound to it and never listening answers a connect with a reset, and, held open, keeps
+// any other process from binding the port (a closed port could be taken by anyone meanwhile).
+func refusingPort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
+	if c, err := net.DialTimeout("tcp", addr, 5*time.Second); err == nil {
+		c.Close()
+		t.Fatalf("%s accepted a connection", addr)
+	} else if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("%s: %v, want connection refused", addr, err)
+	}
 	return addr
 }
 
@@ -677,15 +703,18 @@ func TestFaultUnreachable(t *testing.T) {
 		timeout string        // --request-timeout, "" for none
 		limit   time.Duration // must fail within
 	}
-	hole := blackHole(t)
+	hole, refusing := blackHole(t), refusingPort(t)
 	modes := []mode{
-		{"refused", "https://" + closedPort(t), "3s", 3 * time.Second},
+		{"refused", "https://" + refusing, "3s", 3 * time.Second},
 		{"hanging", "https://" + hole, "3s", 3 * time.Second},
 		// No --request-timeout: the TLS handshake timeout (10 s) ends a hanging request, the
 		// informers' 30 s sync timeout a watch that never syncs.
 		{"hanging-default", "https://" + hole, "", 30 * time.Second},
 	}
-	// Slack over the limit for starting processes on a loaded machine; a hang would take minutes.
+	// The bound is the feature here (a verb must give up, not hang), so it is asserted, against
+	// the timeout the command was given: twice the limit plus slack for starting a process with
+	// -race on a loaded machine. A hang would take minutes; the measured times are in the table
+	// logged below and in docs/reliability.md.
 	const slack = 15 * time.Second
 	type outcome struct {
 		mode, verb string
@@ -734,9 +763,9 @@ func TestFaultUnreachable(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	limits := map[string]time.Duration{}
+	limits, modeServer := map[string]time.Duration{}, map[string]string{}
 	for _, m := range modes {
-		limits[m.name] = m.limit
+		limits[m.name], modeServer[m.name] = m.limit, m.server
 	}
 	var table []string
 	for _, o := range outcomes {
@@ -745,8 +774,8 @@ func TestFaultUnreachable(t *testing.T) {
 		case o.err != nil:
 			t.Errorf("%s %s: %v", o.mode, o.verb, o.err)
 			continue
-		case o.took > limits[o.mode]+slack:
-			t.Errorf("%s %s took %s, want at most %s (+%s slack)", o.mode, o.verb, o.took.Round(time.Millisecond), limits[o.mode], slack)
+		case o.took > 2*limits[o.mode]+slack:
+			t.Errorf("%s %s took %s, want at most 2 × %s (+%s slack)", o.mode, o.verb, o.took.Round(time.Millisecond), limits[o.mode], slack)
 		}
 		if strings.Contains(o.r.stderr, "panic") || strings.Contains(o.r.stderr, "goroutine ") {
 			t.Errorf("%s %s panicked:\n%s", o.mode, o.verb, o.r.stderr)
@@ -767,6 +796,15 @@ func TestFaultUnreachable(t *testing.T) {
 		if !strings.HasPrefix(errLine, "error: ") {
 			t.Errorf("%s %s: last line of stderr %q, want an error line", o.mode, o.verb, errLine)
 		}
+		// docs/reliability.md: one error line naming the address and the cause. doctor reports
+		// them in its table and ends with the count of failed checks.
+		said, addr := errLine, strings.TrimPrefix(modeServer[o.mode], "https://")
+		if o.verb == "doctor" {
+			said = o.r.stdout + o.r.stderr
+		}
+		if !strings.Contains(said, addr) || !unreachableCause.MatchString(said) {
+			t.Errorf("%s %s: %q names not both the address %s and a cause (%s)", o.mode, o.verb, said, addr, unreachableCause)
+		}
 	}
 	slices.Sort(table)
 	t.Logf("verbs against an unreachable API server:\n%s", strings.Join(table, "\n"))
@@ -781,6 +819,20 @@ func TestFaultUnreachable(t *testing.T) {
 		}
 	}
 }
+
+// refusedRequest reports whether a -v=6 log has a line about a request for resource (a path
+// part such as "/jobs") that met a refused connection.
+func refusedRequest(log, resource string) bool {
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "connection refused") && strings.Contains(line, resource) {
+			return true
+		}
+	}
+	return false
+}
+
+// unreachableCause matches the causes an unreachable server gives.
+var unreachableCause = regexp.MustCompile(`connection refused|TLS handshake timeout|i/o timeout|context deadline exceeded|Client\.Timeout|timed out`)
 
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
