@@ -140,42 +140,63 @@ func (m *Monitor) narrow(ctx context.Context, inf *informer) error {
 }
 
 // waitSynced waits for the informer's cache, at most Options.SyncTimeout.
+// When it has not synced a moment before that (probeBudget) and the
+// reflector has reported no error, one probe list runs meanwhile to learn
+// why, so that the error carries the cause and is still on time.
 func (m *Monitor) waitSynced(ctx context.Context, inf *informer, denied <-chan error) error {
+	budget := probeBudget(m.opts.SyncTimeout)
 	timer := time.NewTimer(m.opts.SyncTimeout)
 	defer timer.Stop()
+	probeAt := time.NewTimer(m.opts.SyncTimeout - budget)
+	defer probeAt.Stop()
+	probed := make(chan error, 1)
 	resource := inf.kind + "s"
 	where, canI := fmt.Sprintf("in namespace %q", inf.namespace), fmt.Sprintf("-n %s", inf.namespace)
 	if inf.namespace == "" {
 		where, canI = "in all namespaces", "--all-namespaces"
 	}
-	select {
-	case <-inf.inf.HasSyncedChecker().Done():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case err := <-denied:
-		return fmt.Errorf("%s informer %s: list/watch %s is forbidden: %w: check access with 'kubectl auth can-i list %s %s' and 'kubectl auth can-i watch %s %s'",
-			inf.kind, where, resource, err, resource, canI, resource, canI)
-	case <-timer.C:
-		cause := ""
-		err := inf.getLastErr()
-		if err == nil {
-			// A watch-list request that fails is retried inside the
-			// reflector without reaching the error handler: ask once.
-			err = m.probe(ctx, inf)
+	probing := false
+	for {
+		select {
+		case <-inf.inf.HasSyncedChecker().Done():
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-denied:
+			return fmt.Errorf("%s informer %s: list/watch %s is forbidden: %w: check access with 'kubectl auth can-i list %s %s' and 'kubectl auth can-i watch %s %s'",
+				inf.kind, where, resource, err, resource, canI, resource, canI)
+		case <-probeAt.C:
+			if inf.getLastErr() == nil {
+				// A watch-list request that fails is retried inside the
+				// reflector without reaching the error handler: ask once.
+				probing = true
+				go func() { probed <- m.probe(ctx, inf, budget) }()
+			}
+		case <-timer.C:
+			cause := ""
+			err := inf.getLastErr()
+			if err == nil && probing {
+				err = <-probed // bounded by budget, which ends now
+			}
+			if err != nil {
+				cause = fmt.Sprintf(" (last error: %v)", err)
+			}
+			return fmt.Errorf("timed out after %s waiting for the %s informer %s to sync%s: check the connection to the cluster ('kubectl gobrave doctor') and access with 'kubectl auth can-i list %s %s'",
+				m.opts.SyncTimeout, inf.kind, where, cause, resource, canI)
 		}
-		if err != nil {
-			cause = fmt.Sprintf(" (last error: %v)", err)
-		}
-		return fmt.Errorf("timed out after %s waiting for the %s informer %s to sync%s: check the connection to the cluster ('kubectl gobrave doctor') and access with 'kubectl auth can-i list %s %s'",
-			m.opts.SyncTimeout, inf.kind, where, cause, resource, canI)
 	}
 }
 
-// probe lists at most one object of inf's kind, bounded by the sync timeout
-// (a quarter of it, at most 2 s), to learn why its informer does not sync. Only on failure.
-func (m *Monitor) probe(ctx context.Context, inf *informer) error {
-	ctx, cancel := context.WithTimeout(ctx, min(m.opts.SyncTimeout/4, 2*time.Second))
+// probeBudget is the time a probe gets: a quarter of the sync timeout, at
+// most 2 s, taken from its end.
+func probeBudget(syncTimeout time.Duration) time.Duration {
+	return min(syncTimeout/4, 2*time.Second)
+}
+
+// probe lists at most one object of inf's kind within budget, to learn why
+// its informer does not sync. Only on failure.
+func (m *Monitor) probe(ctx context.Context, inf *informer, budget time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	opts := metav1.ListOptions{LabelSelector: WorkloadLabel, Limit: 1}
 	var err error

@@ -808,6 +808,34 @@ func TestInformerCannotSync(t *testing.T) {
 			t.Errorf("lease not released: %q %v", got, err)
 		}
 	})
+	t.Run("a hanging list is probed for the cause", func(t *testing.T) {
+		st := newStore(t)
+		id := jobID("hang", "task")
+		record(t, st, id, "u1", store.StateRunning)
+		client := fake.NewClientset()
+		var probes atomic.Int32
+		client.PrependReactor("list", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if a.(k8stesting.ListActionImpl).GetListOptions().Limit == 1 {
+				probes.Add(1)
+				return true, nil, apierrors.NewServiceUnavailable("etcd is down")
+			}
+			// The informer's own list hangs without an error, as a watch-list
+			// retried inside the reflector does, until a request timeout well
+			// after the sync timeout (the fake cannot see the reflector stop,
+			// and Run waits for it).
+			time.Sleep(6 * time.Second)
+			return true, nil, apierrors.NewTimeoutError("request timeout", 0)
+		})
+		m := New(client, st, Options{Owner: owner("a"), SyncTimeout: 2 * time.Second})
+		r := await(t, start(t.Context(), m.with(id)))
+		want := `timed out after 2s waiting for the job informer in namespace "hang" to sync (last error: etcd is down)`
+		if r.err == nil || !strings.Contains(r.err.Error(), want) {
+			t.Errorf("error %v, want it to contain %q", r.err, want)
+		}
+		if n := probes.Load(); n != 1 {
+			t.Errorf("%d probes, want 1", n)
+		}
+	})
 }
 
 // TestClusterWideForbidden: with roles bound per namespace, the list of a
