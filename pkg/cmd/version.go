@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // Stamped by the Makefile with -ldflags "-X ...".
@@ -117,8 +118,17 @@ func serverVersion(ctx context.Context, c kubernetes.Interface, timeout time.Dur
 	case r := <-ch:
 		return r.v, r.err
 	case <-ctx.Done():
-		return "", fmt.Errorf("no answer from the API server within %s", timeout)
+		return "", fmt.Errorf("no answer from the API server%s within %s: timed out", serverAt(c), timeout)
 	}
+}
+
+// serverAt is " at HOST:PORT" of c's API server, "" when unknown (a fake).
+func serverAt(c kubernetes.Interface) string {
+	rc, ok := c.Discovery().RESTClient().(*rest.RESTClient)
+	if !ok || rc == nil || rc.Get().URL() == nil {
+		return ""
+	}
+	return " at " + rc.Get().URL().Host
 }
 
 // printData prints v as indented JSON or YAML.
