@@ -1172,14 +1172,14 @@ func TestFaultDatabaseFile(t *testing.T) {
 			}
 			write(p, b)
 		}, error: "not an SQLite database"},
-		{name: "truncated", make: func(p string) { write(p, data[:len(data)/2]) }, error: ""},
+		{name: "truncated", make: func(p string) { write(p, data[:len(data)/2]) }, error: "is damaged or not a database"},
 		{name: "corrupt-pages", make: func(p string) {
 			b := slices.Clone(data)
 			for i := 8192; i < len(b) && i < 8192+3*4096; i++ {
 				b[i] = 0xA5
 			}
 			write(p, b)
-		}, lenient: true},
+		}, error: "is damaged or not a database", lenient: true},
 		{name: "newer-schema", make: func(p string) {
 			write(p, data)
 			db, err := sql.Open("sqlite", p)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -109,8 +110,8 @@ func TestRBACNamespacedRole(t *testing.T) {
 	if r := sa("doctor", "-n", other); r.code != 1 || !strings.Contains(r.stdout, "forbidden in namespace \""+other+"\"") {
 		t.Errorf("doctor in a namespace without the Role: %s", r)
 	}
-	if r := sa("ps", "-a", "-n", other, "-o", "name"); r.stdout != "" {
-		t.Errorf("a refused create left a record: %q", r.stdout)
+	if r := sa("ps", "-a", "-n", other, "-o", "name"); r.code != 0 || r.stdout != "" {
+		t.Errorf("a refused create left a record, or ps failed: %s", r)
 	}
 
 	// A record in a namespace the ServiceAccount cannot list: the monitor
@@ -126,8 +127,22 @@ func TestRBACNamespacedRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r = runWith(t, runOpts{env: env, timeout: 2 * time.Minute}, "monitor", id)
-	if r.code == 0 || !strings.Contains(r.stderr, "forbidden") {
-		t.Errorf("monitor of an ID in a forbidden namespace: %s, want a forbidden error", r)
+	r = runWith(t, runOpts{env: env, timeout: 2 * time.Minute}, "monitor", id, "-v=6")
+	if r.code != 1 || !regexp.MustCompile(`(?m)^error: .*forbidden`).MatchString(r.stderr) {
+		t.Errorf("monitor of an ID in a forbidden namespace: %s, want exit 1 and a forbidden error", r)
+	}
+	// Fast means at the first refusal: the watch-list and client-go's fallback list at most,
+	// where waiting for a sync would retry for the whole sync timeout.
+	refused := 0
+	for _, m := range requestLine.FindAllStringSubmatch(r.stderr, -1) {
+		if strings.HasSuffix(m[1], "/namespaces/"+other+"/jobs") {
+			if m[2] != "403" {
+				t.Errorf("a %s answer for %s, want only 403", m[2], m[1])
+			}
+			refused++
+		}
+	}
+	if refused < 1 || refused > 2 {
+		t.Errorf("%d refused requests for jobs in %s, want 1 or 2 (the first refusal ends the monitor):\n%s", refused, other, r.stderr)
 	}
 }
