@@ -161,7 +161,9 @@ func NewCmdWait(f *Factory, streams genericiooptions.IOStreams) *cobra.Command {
 		Short: "Wait until workloads have started, exited, failed, been deleted or reached any terminal state",
 		Long: `Wait until every ID meets the condition, under one overall --timeout. Exit code 0 when all do;
 1 on timeout, naming those that did not; 1 at once when an ID reaches a different terminal state
-(waiting for started and it failed). A job that finished with exit code 0 counts as started.`,
+(waiting for started and it failed). A job that finished with exit code 0 counts as started.
+--for=deleted waits, like 'kubectl wait --for=delete', until the object is gone from the cluster
+(finalizers and all), not only until the record says deleted.`,
 		Example: `  kubectl gobrave wait web --for=started --timeout=2m
   kubectl gobrave wait job/a job/b job/c --for=exited --timeout=10m`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -210,6 +212,13 @@ func (o *WaitOptions) Run(ctx context.Context) error {
 	defer cancel()
 	if err := o.f.waitFor(wctx, st, ws, Condition(o.For), o.Timeout, o.ErrOut); err != nil {
 		return err
+	}
+	if Condition(o.For) == ConditionDeleted {
+		// Like kubectl wait --for=delete: the record says deleted at the
+		// request; the condition is the object gone from the cluster.
+		if err := o.f.waitGone(wctx, st, ws, o.Timeout); err != nil {
+			return err
+		}
 	}
 	for _, w := range ws {
 		fmt.Fprintf(o.Out, "%s condition met (%s)\n", ref(w.Kind, w.Name), o.For)

@@ -10,6 +10,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // setJobStatus sets the status of a job in the fake cluster, as the job
@@ -214,5 +216,32 @@ func TestWaitReleasesLeases(t *testing.T) {
 		if held := h.leases(webID); held != "" {
 			t.Fatalf("run %d: after wait returned, %s is still leased by %s", i, webID, held)
 		}
+	}
+}
+
+// TestWaitForDeletedWaitsForTheObject: the record says deleted at the
+// request, but --for=deleted holds until the object is gone, as kubectl
+// wait --for=delete does (a finalizer keeps it here).
+func TestWaitForDeletedWaitsForTheObject(t *testing.T) {
+	h := newHarness(t)
+	seedWebTask(t, h)
+	c := h.clusters[""]
+	c.PrependReactor("delete", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, nil // accepted; the object stays, as with a finalizer
+	})
+	h.ok("delete", "web")
+	r := h.run("wait", "web", "--for=deleted", "--timeout=500ms")
+	checkExit(t, r, 1, "timed out after 500ms waiting for deletion: "+webID+" still exist")
+
+	if err := c.Tracker().Delete(appsv1.SchemeGroupVersion.WithResource("deployments"), "default", "web"); err != nil {
+		t.Fatal(err)
+	}
+	r = h.run("wait", "web", "--for=deleted", "--timeout=30s")
+	checkExit(t, r, 0, "")
+	if r.stdout != "deployment.apps/web condition met (deleted)\n" {
+		t.Errorf("stdout %q", r.stdout)
+	}
+	if got := eventTypes(h.events(webID)); got[len(got)-1] != "ContainerDeleted" {
+		t.Errorf("events %v, want ContainerDeleted last", got)
 	}
 }
