@@ -755,7 +755,7 @@ func TestFaultUnreachable(t *testing.T) {
 				sem <- struct{}{}
 				defer func() { <-sem }()
 				begin := time.Now()
-				r, err := monExec(t.Context(), e.env, m.limit+2*slack, "kubectl", args...)
+				r, err := monExec(t.Context(), e.env, 2*m.limit+2*slack, "kubectl", args...)
 				mu.Lock()
 				outcomes = append(outcomes, outcome{mode: m.name, verb: strings.Join(v, " "), r: r, took: time.Since(begin), err: err})
 				mu.Unlock()
