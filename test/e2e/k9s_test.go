@@ -8,19 +8,22 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestK9s runs the repository's plugins.yaml in the real k9s (the version hack/k9s/go.mod pins,
 // built by hack/k9s/build.sh into the cache), inside a detached tmux session against the suite's
-// cluster. It reads gobrave inspect's output through the Shift-D entry from a deployment's row and
-// from its pod's row, opens the jobs view (k9s loads a view's plugins when it opens it), then stops
-// the deployment through the Shift-S entry and its confirmation dialog, waits for gobrave's
+// cluster. It reads gobrave inspect's output through the Shift-D entry from a deployment's row, from
+// its pod's row and from a job's row, events (Shift-E) and logs -f (Shift-G, ended with Ctrl-C) of
+// the deployment, then stops (Shift-S, confirmed), starts (Shift-T) and deletes (Shift-X,
+// confirmed) it, checking the cluster and the record after each; it waits for gobrave's
 // confirmation in k9s's status line, and checks the cluster and the plugin's state database. k9s
 // only logs a plugin it rejects (a clashing shortcut is "duplicate plugin key"), so the test reads
 // k9s's log as well.
@@ -82,10 +85,42 @@ func TestK9s(t *testing.T) {
 		return podView(p) && !strings.Contains(p, "gobrave inspect (workload)")
 	})
 
-	// k9s loads a view's plugins when it opens the view: the jobs entries are checked in the log
-	// below.
+	// gobrave events (Shift-E) and logs -f (Shift-G) from the deployment's row.
+	s.keys(t, ":deploy", "Enter")
+	s.waitPane(t, "the deployments view", deployView)
+	s.keys(t, "E")
+	s.waitPane(t, "gobrave events' output", func(p string) bool {
+		return strings.Contains(p, pressEnter) && strings.Contains(p, "Created") && strings.Contains(p, "ContainerStarted")
+	})
+	s.keys(t, "Enter")
+	s.waitPane(t, "the deployments view again", deployView)
+	// Every pod of the test cluster shows the shared log (docs/testing.md).
+	logLine := "k9s-logs-" + ns
+	writePodLog(t, logLine)
+	s.keys(t, "G")
+	s.waitPane(t, "gobrave logs -f following the pod's log", func(p string) bool {
+		return strings.Contains(p, "(Ctrl-C returns to k9s)") && strings.Contains(p, logLine)
+	})
+	// Ctrl-C reaches the whole foreground command (the entry says it returns to k9s).
+	s.keys(t, "C-c")
+	s.waitPane(t, "the deployments view after Ctrl-C", deployView)
+
+	// The jobs view: its entries act on the job's own ID. The job is made now, so that the pods
+	// view above had only the deployment's pod.
+	const jobName = "k9s-task"
+	jobID := strings.TrimSpace(runOK(t, "create", jobName, "-n", ns, "--kind", "job", "--image", "registry.invalid/job:1",
+		"--label", labelHold+"=true").stdout)
 	s.keys(t, ":jobs", "Enter")
-	s.waitPane(t, "the jobs view", func(p string) bool { return strings.Contains(strings.ToLower(p), "jobs(") })
+	jobView := func(p string) bool {
+		return strings.Contains(strings.ToLower(p), "jobs(") && strings.Contains(p, jobName) && !strings.Contains(p, pressEnter)
+	}
+	s.waitPane(t, "the jobs view with "+jobName, jobView)
+	s.keys(t, "D")
+	s.waitPane(t, "gobrave inspect's output for the job", func(p string) bool {
+		return strings.Contains(p, pressEnter) && strings.Contains(p, jobID)
+	})
+	s.keys(t, "Enter")
+	s.waitPane(t, "the jobs view again", jobView)
 
 	// gobrave stop (Shift-S) asks first; the dialog's focus starts on Cancel.
 	s.keys(t, ":deploy", "Enter")
@@ -98,26 +133,34 @@ func TestK9s(t *testing.T) {
 	// stop runs in the background; k9s's status line shows gobrave's one-line result. k9s clears
 	// it after 6 s, or sooner at its next cluster check (every 15 s): poll often.
 	s.keys(t, "Tab", "Enter")
-	confirmation := fmt.Sprintf("deployment.apps/%s stopped (%s)", name, id)
-	s.waitPane(t, "gobrave's confirmation in k9s's status line", func(p string) bool {
-		if strings.Contains(p, "error:") {
-			t.Fatalf("kubectl gobrave stop failed inside k9s:\n%s", p)
-		}
-		return strings.Contains(p, confirmation)
-	})
-
-	waitFor(t, waitTimeout, func() (bool, error) {
-		dp, err := c.AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if dp.Spec.Replicas == nil || *dp.Spec.Replicas != 0 {
-			return false, fmt.Errorf("deployment %s/%s: spec.replicas %v, want 0", ns, name, replicas(dp.Spec.Replicas))
-		}
-		return true, nil
-	})
+	s.waitStatus(t, fmt.Sprintf("deployment.apps/%s stopped (%s)", name, id))
+	waitReplicas(t, ns, name, 0)
 	if types := eventTypes(t, id); !slices.Contains(types, "StopRequested") {
 		t.Errorf("%s: events %v: no StopRequested recorded", id, types)
+	}
+
+	// gobrave start (Shift-T) asks nothing.
+	s.keys(t, "T")
+	s.waitStatus(t, fmt.Sprintf("deployment.apps/%s started (%s)", name, id))
+	waitReplicas(t, ns, name, 1)
+	if types := eventTypes(t, id); !slices.Contains(types, "StartRequested") {
+		t.Errorf("%s: events %v: no StartRequested recorded", id, types)
+	}
+
+	// gobrave delete (Shift-X) asks first.
+	s.keys(t, "X")
+	s.waitPane(t, "the delete confirmation dialog", func(p string) bool { return strings.Contains(p, "Confirm gobrave delete") })
+	s.keys(t, "Tab", "Enter")
+	s.waitStatus(t, fmt.Sprintf("deployment.apps/%s deleted (%s)", name, id))
+	waitFor(t, waitTimeout, func() (bool, error) {
+		_, err := c.AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("deployment %s/%s still exists: %v", ns, name, err)
+	})
+	if types := eventTypes(t, id); !slices.Contains(types, "DeleteRequested") {
+		t.Errorf("%s: events %v: no DeleteRequested recorded", id, types)
 	}
 
 	// Rejected plugins are only logged.
@@ -130,6 +173,34 @@ func TestK9s(t *testing.T) {
 			t.Errorf("k9s log %s: %q:\n%s", s.log, bad, log)
 		}
 	}
+}
+
+// waitStatus waits for gobrave's one-line result of a background entry in k9s's status line, and
+// fails at once on an error there. k9s clears the line after 6 s, or sooner at its next cluster
+// check (every 15 s): the pane is polled often.
+func (s *k9sSession) waitStatus(t *testing.T, confirmation string) {
+	t.Helper()
+	s.waitPane(t, "gobrave's "+strconv.Quote(confirmation)+" in k9s's status line", func(p string) bool {
+		if strings.Contains(p, "error:") {
+			t.Fatalf("kubectl gobrave failed inside k9s:\n%s", p)
+		}
+		return strings.Contains(p, confirmation)
+	})
+}
+
+// waitReplicas waits until the deployment's spec.replicas is want.
+func waitReplicas(t *testing.T, ns, name string, want int32) {
+	t.Helper()
+	waitFor(t, waitTimeout, func() (bool, error) {
+		dp, err := client(t).AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if dp.Spec.Replicas == nil || *dp.Spec.Replicas != want {
+			return false, fmt.Errorf("deployment %s/%s: spec.replicas %v, want %d", ns, name, replicas(dp.Spec.Replicas), want)
+		}
+		return true, nil
+	})
 }
 
 // eventTypes is the types of the events the plugin's state database holds for id, oldest first.
