@@ -2,8 +2,12 @@ package cmd
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -37,11 +41,19 @@ type Factory struct {
 	// NewClient builds a clientset for a kubeconfig context ("" = current).
 	// Nil means build it from ConfigFlags.
 	NewClient func(context string) (kubernetes.Interface, error)
+	// NewClusterID tells the identity of a context's cluster in tests. Nil
+	// means ClusterID reads it from the REST config, or, with NewClient
+	// set, that it is unknown.
+	NewClusterID func(context string) (string, error)
+	// Warnings receives the warnings of helpers with no streams of their
+	// own (the monitors' set); nil discards them.
+	Warnings io.Writer
 
 	mu      sync.Mutex
 	cfg     *config.Config
 	store   *store.Store
 	clients map[string]kubernetes.Interface
+	cluster map[string]string
 }
 
 // NewFactory returns a factory over the process environment.
@@ -154,6 +166,72 @@ func (f *Factory) Client(runtime string) (kubernetes.Interface, error) {
 	}
 	f.clients[ctxName] = c
 	return c, nil
+}
+
+// ClusterID returns the identity of the cluster runtime's context points at:
+// its API server's URL and the SHA-256 of the CA it trusts, e.g.
+// "https://127.0.0.1:6443 (ca sha256:3f2a…)". Records keep it, so that a
+// verb run after the context changed refuses to act on another cluster.
+func (f *Factory) ClusterID(runtime string) (string, error) {
+	ctxName, err := f.ContextFor(runtime)
+	if err != nil {
+		return "", err
+	}
+	f.mu.Lock()
+	id, ok := f.cluster[ctxName]
+	f.mu.Unlock()
+	if ok {
+		return id, nil
+	}
+	switch {
+	case f.NewClusterID != nil:
+		id, err = f.NewClusterID(ctxName)
+	case f.NewClient != nil:
+		id = ""
+	default:
+		var rc *rest.Config
+		if rc, err = f.RESTConfig(ctxName); err == nil {
+			id, err = clusterIdentity(rc)
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cluster == nil {
+		f.cluster = map[string]string{}
+	}
+	f.cluster[ctxName] = id
+	return id, nil
+}
+
+// clusterIdentity is the API server's URL (scheme, host, path) and the
+// fingerprint of the CA bundle the config trusts, when it has one.
+func clusterIdentity(rc *rest.Config) (string, error) {
+	u, err := url.Parse(rc.Host)
+	if err != nil || u.Host == "" {
+		return rc.Host, nil
+	}
+	id := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: strings.TrimSuffix(u.Path, "/")}).String()
+	ca := rc.CAData
+	if len(ca) == 0 && rc.CAFile != "" {
+		if ca, err = os.ReadFile(rc.CAFile); err != nil {
+			return "", fmt.Errorf("kubeconfig: read the CA file %s: %w", rc.CAFile, err)
+		}
+	}
+	if len(ca) > 0 {
+		sum := sha256.Sum256(ca)
+		id += " (ca sha256:" + hex.EncodeToString(sum[:])[:16] + ")"
+	}
+	return id, nil
+}
+
+func (f *Factory) warnings() io.Writer {
+	if f.Warnings == nil {
+		return io.Discard
+	}
+	return f.Warnings
 }
 
 // flagsFor copies the kubeconfig flags with the context replaced.

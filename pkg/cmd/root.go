@@ -125,6 +125,9 @@ Exit codes: 0 success; 1 an API or runtime error (or a wait that timed out);
 	}
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
+	if f.Warnings == nil {
+		f.Warnings = streams.ErrOut
+	}
 	cmd.SetIn(streams.In)
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErrorf("%v (see '%s --help')", err, c.CommandPath())

@@ -95,6 +95,33 @@ func (f *Factory) byContext(ws []store.Workload) (map[string][]runtimeid.ID, map
 	return groups, runtimeOf, nil
 }
 
+// onItsCluster returns the IDs whose recorded cluster is the one runtime
+// points at now (or that have none recorded), and warns about the others: a
+// monitor there would record their objects as deleted.
+func (f *Factory) onItsCluster(ctx context.Context, st *store.Store, rt string, ids []runtimeid.ID) ([]runtimeid.ID, error) {
+	cur, err := f.ClusterID(rt)
+	if err != nil || cur == "" {
+		return ids, err
+	}
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = id.String()
+	}
+	recs, err := st.Clusters(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	kept := ids[:0:0]
+	for _, id := range ids {
+		if rec := recs[id.String()]; rec != "" && rec != cur {
+			fmt.Fprintf(f.warnings(), "warning: %s was made on %s, runtime %s now points at %s: not monitored (switch back with --context)\n", id, rec, rt, cur)
+			continue
+		}
+		kept = append(kept, id)
+	}
+	return kept, nil
+}
+
 // runMonitors runs one monitor per kubeconfig context over ws until ctx ends
 // or (without follow) every ID is terminal.
 func (f *Factory) runMonitors(ctx context.Context, st *store.Store, ws []store.Workload, opts monitor.Options) (monitor.Summary, error) {
@@ -167,6 +194,14 @@ func (s *monitorSet) add(ws []store.Workload) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range ctxNames {
+		ids, err := s.f.onItsCluster(s.ctx, s.st, runtimeOf[c], groups[c])
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		groups[c] = ids
 		if m := s.mons[c]; m != nil {
 			m.Add(groups[c]...)
 			continue

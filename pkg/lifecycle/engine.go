@@ -49,6 +49,45 @@ type Engine struct {
 	// LockWait is how long a verb waits while another command changes the
 	// same ID before it fails with ErrBusy; 0 fails at once.
 	LockWait time.Duration
+	// Cluster returns the identity of the cluster a runtime name points at
+	// now (its API server and CA); nil, or "", when it cannot be told, and
+	// then no cluster is checked or recorded.
+	Cluster func(runtime string) (string, error)
+}
+
+// ErrOtherCluster is wrapped when a verb would act on a cluster other than
+// the one the record's workload was made on.
+var ErrOtherCluster = errors.New("the current context points at another cluster")
+
+// clusters returns the cluster id's record was made on ("" when unknown)
+// and the one its runtime points at now ("" when it cannot be told).
+func (e *Engine) clusters(ctx context.Context, id runtimeid.ID) (rec, cur string, err error) {
+	if e.Cluster == nil {
+		return "", "", nil
+	}
+	if cur, err = e.Cluster(id.Runtime); err != nil || cur == "" {
+		return "", "", err
+	}
+	rec, err = e.Store.Cluster(ctx, id.String())
+	return rec, cur, err
+}
+
+// checkCluster refuses a verb on id when the record's workload lives on
+// another cluster than runtime points at now, before anything is read or
+// recorded: the absence of its object there says nothing about it. A record
+// with no cluster yet (made before clusters were recorded) learns this one.
+func (e *Engine) checkCluster(ctx context.Context, id runtimeid.ID, verb string) error {
+	rec, cur, err := e.clusters(ctx, id)
+	switch {
+	case err != nil || cur == "":
+		return err
+	case rec == "":
+		return e.Store.SetCluster(ctx, id.String(), cur)
+	case rec != cur:
+		return fmt.Errorf("%s %s: %w: the workload was made on %s, runtime %s now points at %s (switch back with --context or the runtime's profile, or adopt the workload on this cluster with 'kubectl gobrave adopt -n %s')",
+			verb, id, ErrOtherCluster, rec, id.Runtime, cur, id.Namespace)
+	}
+	return nil
 }
 
 // ErrDeleted is returned when a verb cannot apply to a deleted record.
@@ -90,6 +129,9 @@ func (e *Engine) Apply(ctx context.Context, w store.Workload, verb store.EventTy
 	}
 	defer unlock()
 	if w, err = e.Store.Get(ctx, w.RuntimeID); err != nil {
+		return Result{Workload: w}, err
+	}
+	if err := e.checkCluster(ctx, id, name); err != nil {
 		return Result{Workload: w}, err
 	}
 
@@ -294,6 +336,9 @@ func (e *Engine) Recover(ctx context.Context, w store.Workload) (store.Event, bo
 	// Read again under the lock: the record may have moved on.
 	if w, err = e.Store.Get(ctx, w.RuntimeID); err != nil || !recoverable(w) {
 		return store.Event{}, false, err
+	}
+	if rec, cur, err := e.clusters(ctx, id); err != nil || (rec != "" && cur != "" && rec != cur) {
+		return store.Event{}, false, err // another cluster's: nothing here says anything about it
 	}
 
 	obj, err := k.Get(ctx, client, id.Namespace, id.Name)
@@ -542,6 +587,14 @@ func (e *Engine) Create(ctx context.Context, rt string, namespace string, s spec
 	intent, err := e.Store.Get(ctx, w.RuntimeID)
 	if err != nil {
 		return store.Workload{}, runtime.Created{}, err
+	}
+	if e.Cluster != nil {
+		// Under the lease, before the object exists. A record left without
+		// its cluster (a crash in between, or this write failing with the
+		// database, which the next write reports) learns it at its next verb.
+		if cluster, err := e.Cluster(rt); err == nil && cluster != "" {
+			_ = e.Store.SetCluster(ctx, w.RuntimeID, cluster)
+		}
 	}
 
 	created, err := k.Create(ctx, client, namespace, objs)
