@@ -284,6 +284,7 @@ func TestFileSpecMirrorsContainerSpec(t *testing.T) {
 	pairs := []struct{ public, file reflect.Type }{
 		{reflect.TypeFor[ContainerSpec](), reflect.TypeFor[fileSpec]()},
 		{reflect.TypeFor[Volume](), reflect.TypeFor[fileVolume]()},
+		{reflect.TypeFor[EnvSecret](), reflect.TypeFor[fileEnvSecret]()},
 		{reflect.TypeFor[SchedulingConstraint](), reflect.TypeFor[fileConstraint]()},
 	}
 	for _, p := range pairs {
