@@ -66,7 +66,9 @@ func TestValidate(t *testing.T) {
 			wantErr: `volumes[0].source "/srv/..//": refused, it is the node's whole filesystem`},
 		{name: "docker socket", edit: func(s *ContainerSpec) { s.Volumes = []Volume{{Source: "/var/run/docker.sock", Target: "/s"}} },
 			wantErr: `volumes[0].source "/var/run/docker.sock": refused, it is a container runtime's socket`},
-		{name: "containerd socket", edit: func(s *ContainerSpec) { s.Volumes = []Volume{{Source: "/run/containerd/containerd.sock", Target: "/s"}} },
+		{name: "containerd socket", edit: func(s *ContainerSpec) {
+			s.Volumes = []Volume{{Source: "/run/containerd/containerd.sock", Target: "/s"}}
+		},
 			wantErr: `refused, it is a container runtime's socket`},
 		{name: "crio socket", edit: func(s *ContainerSpec) { s.Volumes = []Volume{{Source: "/var/run/crio/crio.sock", Target: "/s"}} },
 			wantErr: `refused, it is a container runtime's socket`},
