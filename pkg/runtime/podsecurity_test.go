@@ -46,7 +46,9 @@ func TestPodTemplatePodSecurity(t *testing.T) {
 		}, level: psapi.LevelRestricted},
 		{name: "default fails restricted", edit: func(*spec.ContainerSpec) {}, level: psapi.LevelRestricted,
 			reason: "allowPrivilegeEscalation != false, unrestricted capabilities, runAsNonRoot != true, seccompProfile"},
-		{name: "hostPath fails baseline", edit: func(s *spec.ContainerSpec) { s.Volumes = []spec.Volume{{Source: "/srv", Target: "/srv", ReadOnly: true}} },
+		{name: "hostPath fails baseline", edit: func(s *spec.ContainerSpec) {
+			s.Volumes = []spec.Volume{{Source: "/srv", Target: "/srv", ReadOnly: true}}
+		},
 			level: psapi.LevelBaseline, reason: "hostPath volumes"},
 	}
 	for _, tt := range tests {
