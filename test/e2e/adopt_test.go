@@ -24,8 +24,12 @@ func TestAdoptColleaguesWorkloads(t *testing.T) {
 		}
 		return r
 	}
-	as(colleague, "run", "web", "-n", ns, "--image", "registry.invalid/web:1", "--timeout", "2m")
-	as(colleague, "create", "batch", "-n", ns, "--kind", "job", "--image", "registry.invalid/job:1", "--label", labelHold+"=true")
+	// Every field the adopter compares with the pod template the server keeps (and defaults).
+	as(colleague, "run", "web", "-n", ns, "--image", "registry.invalid/web:1", "--timeout", "2m",
+		"--env", "MODE=x", "--env-secret", "PW=db/pw", "--env-from-secret", "app-env", "--cpu", "0.1", "--memory", "64Mi",
+		"--volume", "/srv/web:/srv:ro", "--volume", "/srv/cache:/cache", "--user", "1000:1000", "--port", "80", "--workdir", "/srv",
+		"--entrypoint", "/bin/web", "--pull-policy", "Always", "--node-constraint", "kubernetes.io/os Exists")
+	as(colleague, "create", "batch", "-n", ns, "--kind", "job", "--image", "registry.invalid/job:1", "--label", labelHold+"=true", "--security-profile", "restricted")
 	waitFor(t, waitTimeout, func() (bool, error) {
 		j, err := client(t).BatchV1().Jobs(ns).Get(t.Context(), "batch", metav1.GetOptions{})
 		return err == nil && j.Status.Ready != nil && *j.Status.Ready > 0, err

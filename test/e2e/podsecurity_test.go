@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -173,5 +174,57 @@ func TestEnvSecret(t *testing.T) {
 	// The files are read right: the reference and the plain --env value are there.
 	if !strings.Contains(all.String(), "db-creds") || !strings.Contains(all.String(), "plain") {
 		t.Errorf("the state database %v holds neither the reference nor the plain value", files)
+	}
+}
+
+// The namespace's level tightens after the workloads were made. A deployment scaled up again has
+// its pods refused by its controller (ReplicaFailure/FailedCreate): start --wait fails at once with
+// the server's reason instead of waiting out its timeout. A job's start, which re-creates the job,
+// is checked by the dry run and refused before the old run is deleted.
+func TestPodSecurityTightened(t *testing.T) {
+	ns := newNamespace(t)
+	home := []string{"GOBRAVE_HOME=" + t.TempDir()}
+	gb := func(o runOpts, args ...string) result {
+		t.Helper()
+		o.env = home
+		return runWith(t, o, args...)
+	}
+	must := func(args ...string) {
+		t.Helper()
+		if r := gb(runOpts{}, args...); r.code != 0 {
+			t.Fatalf("kubectl gobrave %s: %s", strings.Join(args, " "), r)
+		}
+	}
+	must("run", "web", "-n", ns, "--image", "registry.invalid/web:1", "--volume", "/srv/web:/srv:ro", "--timeout", "2m")
+	must("run", "task", "--kind", "job", "-n", ns, "--image", "registry.invalid/job:1", "--volume", "/srv/job:/srv", "--timeout", "2m")
+	must("stop", "web", "--wait", "-n", ns, "--timeout", "2m")
+
+	c := client(t)
+	n, err := c.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Labels["pod-security.kubernetes.io/enforce"] = "baseline"
+	if _, err := c.CoreV1().Namespaces().Update(t.Context(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The wait's own timeout is 10 minutes; the command must end within runOpts' 2 minutes.
+	r := gb(runOpts{timeout: 2 * time.Minute}, "start", "web", "-n", ns, "--wait", "--timeout", "10m")
+	if r.code != 1 || !strings.Contains(r.stderr, "FailedCreate") || !strings.Contains(r.stderr, `violates PodSecurity "baseline:latest": hostPath volumes`) {
+		t.Errorf("start --wait of a deployment whose pods are now refused: %s", r)
+	}
+
+	job, err := c.BatchV1().Jobs(ns).Get(t.Context(), "task", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = gb(runOpts{}, "start", "task", "-n", ns)
+	if r.code != 1 || !strings.Contains(oneErrorLine(t, r), `its pods would be refused: violates PodSecurity "baseline:latest": hostPath volumes`) {
+		t.Errorf("start of a finished job whose pods are now refused: %s", r)
+	}
+	after, err := c.BatchV1().Jobs(ns).Get(t.Context(), "task", metav1.GetOptions{})
+	if err != nil || after.UID != job.UID {
+		t.Errorf("the finished job was replaced or deleted by a refused start: %v", err)
 	}
 }
