@@ -82,16 +82,44 @@ func TestCreateRefusedByRestrictedSuggestsTheProfile(t *testing.T) {
 	}
 }
 
-// A user whose Role does not allow creating pods cannot ask for the dry run:
-// the check is skipped and the workload is created.
-func TestCreateWithoutPodCreatePermission(t *testing.T) {
-	h := newHarness(t)
-	h.clusters[""].PrependReactor("create", "pods", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
-		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "",
-			errorString(`User "ci" cannot create resource "pods" in API group "" in the namespace "default"`))
-	})
-	if out := h.ok("create", "web", "--image", "nginx:1.27"); out != "k8s-default|deployment|web\n" {
-		t.Errorf("create: %q", out)
+// When the dry run cannot be made — the user's Role does not allow creating
+// pods, the new namespace's default ServiceAccount is not there yet, a
+// webhook with side effects — the check is skipped and the workload is
+// created; any other error of the dry run fails the create before anything
+// is made.
+func TestCreateWhenTheDryRunCannotBeMade(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		err  error
+		want string // "" means created
+	}{
+		{name: "no permission", err: apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "",
+			errorString(`User "ci" cannot create resource "pods" in API group "" in the namespace "default"`))},
+		{name: "no service account yet", err: apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web-abcde",
+			errorString(`error looking up service account default/default: serviceaccount "default" not found`))},
+		{name: "webhook without dry run", err: apierrors.NewBadRequest(`admission webhook "audit.example.com" does not support dry run`)},
+		{name: "server error", err: apierrors.NewInternalError(errorString("etcd is sad")),
+			want: `create deployment "web" in namespace "default": check its pods with a dry run: Internal error occurred: etcd is sad`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.clusters[""].PrependReactor("create", "pods", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+				return true, nil, tt.err
+			})
+			r := h.run("create", "web", "--image", "nginx:1.27")
+			if tt.want == "" {
+				if r.code != 0 || r.stdout != "k8s-default|deployment|web\n" {
+					t.Errorf("create: %v", r)
+				}
+				return
+			}
+			if r.code != 1 || r.msg != tt.want {
+				t.Errorf("create: %v\nmsg  %q\nwant %q", r, r.msg, tt.want)
+			}
+			if _, err := h.deployment("", "default", "web"); !apierrors.IsNotFound(err) {
+				t.Errorf("the deployment exists after a failed check: %v", err)
+			}
+		})
 	}
 }
 

@@ -41,8 +41,10 @@ func (o Objects) PodTemplate() *corev1.PodTemplateSpec {
 // (and, for the restricted level, the hint to pass --security-profile
 // restricted). The check is skipped (nil) when the user may not create
 // pods (docs/rbac.yaml grants it; without it the controller's FailedCreate
-// still fails a wait) and when the namespace's default ServiceAccount does
-// not exist yet (the controller retries until it does).
+// still fails a wait of a deployment), when the namespace's default
+// ServiceAccount does not exist yet (the controller retries until it does)
+// and when an admission webhook with side effects makes dry runs
+// impossible.
 func CheckPods(ctx context.Context, c kubernetes.Interface, namespace string, s spec.ContainerSpec, objs Objects, kind string) error {
 	tmpl := objs.PodTemplate()
 	if tmpl == nil {
@@ -67,6 +69,8 @@ func CheckPods(ctx context.Context, c kubernetes.Interface, namespace string, s 
 		return nil // RBAC: the dry run is not allowed, the check cannot be made
 	case apierrors.IsForbidden(err) && strings.Contains(msg, "error looking up service account"):
 		return nil // a new namespace's default ServiceAccount is not there yet
+	case apierrors.IsBadRequest(err) && strings.Contains(msg, "does not support dry run"):
+		return nil // an admission webhook with side effects: the dry run cannot be made
 	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
 		reason := msg
 		if _, after, ok := strings.Cut(msg, " is forbidden: "); ok {
