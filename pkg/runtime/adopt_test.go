@@ -41,7 +41,9 @@ func TestTemplateDiff(t *testing.T) {
 		{name: "privileged", edit: func(p *corev1.PodSpec) { p.Containers[0].SecurityContext.Privileged = ptr(true) }, want: []string{"securityContext"}},
 		{name: "pod root", edit: func(p *corev1.PodSpec) { p.SecurityContext.RunAsNonRoot = ptr(false) }, want: []string{"pod securityContext"}},
 		{name: "host network", edit: func(p *corev1.PodSpec) { p.HostNetwork = true }, want: []string{"hostNetwork, hostPID, hostIPC"}},
-		{name: "more memory", edit: func(p *corev1.PodSpec) { p.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("1Gi") }, want: []string{"resources"}},
+		{name: "more memory", edit: func(p *corev1.PodSpec) {
+			p.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("1Gi")
+		}, want: []string{"resources"}},
 		{name: "an init container", edit: func(p *corev1.PodSpec) { p.InitContainers = []corev1.Container{{Name: "x", Image: "evil"}} }, want: []string{"initContainers"}},
 		{name: "a second container", edit: func(p *corev1.PodSpec) { p.Containers = append(p.Containers, corev1.Container{Name: "x"}) },
 			want: []string{"containers (gobrave makes exactly one)"}},
