@@ -218,6 +218,9 @@ On success the runtime ID alone is printed on stdout, so id=$(kubectl gobrave cr
   # A batch task with an environment and limits
   id=$(kubectl gobrave create import --kind job --image busybox --env MODE=full --cpu 0.5 --memory 256Mi -- sh -c 'echo hi')
 
+  # A password from a Secret (only the reference is stored), in a namespace enforcing restricted
+  kubectl gobrave create migrate --kind job --image migrate:1 --env-secret DB_PASSWORD=db-creds/password --security-profile restricted --user 1000
+
   # From a spec file, overriding its image
   kubectl gobrave create -f web.yaml --image nginx:1.28 -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
