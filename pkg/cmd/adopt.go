@@ -2,10 +2,10 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,6 +25,7 @@ type AdoptOptions struct {
 	genericiooptions.IOStreams
 	f             *Factory
 	AllNamespaces bool
+	Force         bool
 }
 
 // NewCmdAdopt imports workloads that carry the gobrave-workload label.
@@ -37,7 +38,14 @@ func NewCmdAdopt(f *Factory, streams genericiooptions.IOStreams) *cobra.Command 
 on a colleague's machine, say — into the local state database with their current state, so a
 teammate on a fresh laptop can take over. The cluster is the shared truth; the database is each
 person's index of it. The spec comes from the object's gobrave.dev/spec annotation (so a stopped
-job can run again); records that already know the object are left alone.`,
+job can run again); records that already know the object are left alone.
+
+The annotation is text anyone who can edit the object may write, so it is checked like a spec
+file and compared with the object's own pod template (image, command, env, volumes, security
+context, resources…): an object whose annotation disagrees with its template, or asks for
+allowUnsafeHostPath, is refused with a line naming the fields. A record that knows another object
+of that name (another UID) is never replaced without --force. Each adopted ID is printed with its
+kind and image. See docs/security.md.`,
 		Example: `  kubectl gobrave adopt -n team-a
   kubectl gobrave adopt -A --runtime k3s`,
 		Args: cobra.NoArgs,
@@ -46,6 +54,7 @@ job can run again); records that already know the object are left alone.`,
 		},
 	}
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Adopt from every namespace")
+	cmd.Flags().BoolVar(&o.Force, "force", o.Force, "Replace a record that knows another object of the same name (another UID)")
 	return cmd
 }
 
@@ -82,12 +91,12 @@ func (o *AdoptOptions) Run(ctx context.Context) error {
 	for i := range deps.Items {
 		d := &deps.Items[i]
 		obs, ok := runtime.DeploymentEvent(d)
-		found = append(found, adoptee{meta: d.ObjectMeta, kind: runtimeid.KindDeployment, obs: obs, seen: ok, image: firstImage(d.Spec.Template.Spec.Containers)})
+		found = append(found, adoptee{meta: d.ObjectMeta, kind: runtimeid.KindDeployment, obs: obs, seen: ok, tmpl: d.Spec.Template})
 	}
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
 		obs, ok := runtime.JobEvent(j)
-		found = append(found, adoptee{meta: j.ObjectMeta, kind: runtimeid.KindJob, obs: obs, seen: ok, image: firstImage(j.Spec.Template.Spec.Containers)})
+		found = append(found, adoptee{meta: j.ObjectMeta, kind: runtimeid.KindJob, obs: obs, seen: ok, tmpl: j.Spec.Template})
 	}
 	sort.Slice(found, func(a, b int) bool { return found[a].key() < found[b].key() })
 
@@ -104,29 +113,40 @@ func (o *AdoptOptions) Run(ctx context.Context) error {
 		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
+		what := ref(id.Kind, id.Name)
+		s, err := a.spec()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s not adopted: %w", what, err))
+			continue
+		}
 		now := time.Now().UTC()
 		w := store.Workload{
 			RuntimeID: id.String(), Runtime: rtName, Namespace: id.Namespace, Kind: id.Kind, Name: id.Name,
-			UID: string(a.meta.UID), Spec: a.spec(), State: a.state(), Message: a.obs.Message,
+			UID: string(a.meta.UID), Spec: s, State: a.state(), Message: a.obs.Message,
 			CreatedAt: a.meta.CreationTimestamp.UTC(), UpdatedAt: now,
 		}
-		if err := st.Put(ctx, w, store.Transition{RuntimeID: w.RuntimeID, Type: store.Adopted, UID: w.UID, Message: "adopted from the cluster, " + string(w.State), Time: now}); err != nil {
+		err = st.PutAdopted(ctx, w, store.Transition{RuntimeID: w.RuntimeID, Type: store.Adopted, UID: w.UID, Message: "adopted from the cluster, " + string(w.State), Time: now}, o.Force)
+		if errors.Is(err, store.ErrOtherUID) {
+			errs = append(errs, fmt.Errorf("%s not adopted: %w; pass --force to replace the record (see 'kubectl gobrave inspect %s')", what, err, id))
+			continue
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("adopt %s: %w", id, err))
 			continue
 		}
 		adopted++
-		fmt.Fprintf(o.Out, "%s adopted (%s, %s)\n", ref(id.Kind, id.Name), id, w.State)
+		fmt.Fprintf(o.Out, "%s adopted (%s, %s, image %s)\n", what, id, w.State, s.Image)
 	}
-	fmt.Fprintf(o.ErrOut, "adopted %d, already known %d\n", adopted, known)
+	fmt.Fprintf(o.ErrOut, "adopted %d, already known %d, refused %d\n", adopted, known, len(errs))
 	return errors.Join(errs...)
 }
 
 type adoptee struct {
-	meta  metav1.ObjectMeta
-	kind  string
-	obs   monitor.Observation
-	seen  bool
-	image string
+	meta metav1.ObjectMeta
+	kind string
+	obs  monitor.Observation
+	seen bool
+	tmpl corev1.PodTemplateSpec
 }
 
 func (a adoptee) key() string { return a.meta.Namespace + "|" + a.kind + "|" + a.meta.Name }
@@ -147,14 +167,55 @@ func (a adoptee) state() store.State {
 	return store.StateStarting
 }
 
-// spec is the spec the creator recorded on the object, or the little the
-// object itself says.
-func (a adoptee) spec() spec.ContainerSpec {
-	var s spec.ContainerSpec
-	if raw := a.meta.Annotations[runtime.AnnotationSpec]; raw != "" && json.Unmarshal([]byte(raw), &s) == nil && s.Name == a.meta.Name {
-		return s
+// spec is the spec the creator recorded on the object, checked like a spec
+// file and against the object's pod template, or without the annotation
+// the little the template itself says. The annotation is untrusted text:
+// anyone who can edit the object can write it, and a job is re-created from
+// it by start.
+func (a adoptee) spec() (spec.ContainerSpec, error) {
+	raw, ok := a.meta.Annotations[runtime.AnnotationSpec]
+	if !ok {
+		s := spec.ContainerSpec{Name: a.meta.Name, Image: firstImage(a.tmpl.Spec.Containers), WorkloadKind: a.kind, RuntimeNamespace: a.meta.Namespace}
+		if err := s.Validate(); err != nil {
+			return spec.ContainerSpec{}, fmt.Errorf("no %s annotation, and its pod template's %w", runtime.AnnotationSpec, err)
+		}
+		s.Normalize()
+		return s, nil
 	}
-	return spec.ContainerSpec{Name: a.meta.Name, Image: a.image, WorkloadKind: a.kind, RuntimeNamespace: a.meta.Namespace}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("its %s annotation %s (an annotation is text anyone who can edit the %s may write; the pod template is what runs)",
+			runtime.AnnotationSpec, fmt.Sprintf(format, args...), a.kind)
+	}
+	s, err := spec.Parse([]byte(raw))
+	if err != nil {
+		return spec.ContainerSpec{}, bad("is not a valid spec: %v", err)
+	}
+	switch {
+	case s.Name != a.meta.Name:
+		return spec.ContainerSpec{}, bad("names %q", s.Name)
+	case s.Kind() != a.kind:
+		return spec.ContainerSpec{}, bad("says workloadKind %q", s.Kind())
+	case s.RuntimeNamespace != "" && s.RuntimeNamespace != a.meta.Namespace:
+		return spec.ContainerSpec{}, bad("says runtimeNamespace %q", s.RuntimeNamespace)
+	case s.AllowUnsafeHostPath:
+		return spec.ContainerSpec{}, bad("asks for allowUnsafeHostPath, which only your own %s flag may grant", spec.AllowUnsafeHostPathFlag)
+	}
+	if err := s.Validate(); err != nil {
+		return spec.ContainerSpec{}, bad("is not a valid spec: %v", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	if err := runtime.EnsureImage(s); err != nil {
+		return spec.ContainerSpec{}, bad("is refused: %v", err)
+	}
+	diffs, err := runtime.TemplateDiff(s, a.tmpl)
+	if err != nil {
+		return spec.ContainerSpec{}, bad("cannot be built: %v", err)
+	}
+	if len(diffs) > 0 {
+		return spec.ContainerSpec{}, bad("disagrees with the %s's pod template on %s", a.kind, strings.Join(diffs, ", "))
+	}
+	s.RuntimeNamespace = a.meta.Namespace
+	s.Normalize()
+	return s, nil
 }
 
 func firstImage(cs []corev1.Container) string {

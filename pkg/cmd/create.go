@@ -26,6 +26,10 @@ type specFlags struct {
 	Entrypoint  []string
 	WorkDir     string
 	Env         []string
+	EnvSecrets  []string
+	EnvFrom     []string
+	Profile     string
+	AllowUnsafe bool
 	CPU         float64
 	Memory      string
 	Volumes     []string
@@ -43,10 +47,14 @@ func (s *specFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&s.Kind, "kind", s.Kind, "Workload kind: deployment (a service, the default) or job (a task)")
 	fs.StringArrayVar(&s.Entrypoint, "entrypoint", s.Entrypoint, "Replace the image's entrypoint (repeat for each word: --entrypoint /bin/sh --entrypoint -c)")
 	fs.StringVar(&s.WorkDir, "workdir", s.WorkDir, "Working directory inside the container")
-	fs.StringArrayVarP(&s.Env, "env", "e", s.Env, "Environment variable KEY=VALUE (repeatable)")
+	fs.StringArrayVarP(&s.Env, "env", "e", s.Env, "Environment variable KEY=VALUE (repeatable). The value is stored in plain text in the state database and the workload's gobrave.dev/spec annotation (readable by anyone who can read the namespace's Deployments and Jobs): pass secrets with --env-secret or --env-from-secret")
+	fs.StringArrayVar(&s.EnvSecrets, "env-secret", s.EnvSecrets, "Environment variable NAME=SECRET/KEY read from key KEY of the Secret SECRET in the workload's namespace (a secretKeyRef; only the reference is stored) (repeatable)")
+	fs.StringArrayVar(&s.EnvFrom, "env-from-secret", s.EnvFrom, "Secret in the workload's namespace whose every key becomes an environment variable (envFrom) (repeatable)")
+	fs.StringVar(&s.Profile, "security-profile", s.Profile, "Pod Security Standard the pod passes: baseline (the default) or restricted (runAsNonRoot, no privilege escalation, all capabilities dropped, seccomp RuntimeDefault; pass --user UID if the image runs as root)")
+	fs.BoolVar(&s.AllowUnsafe, "allow-unsafe-host-path", s.AllowUnsafe, "Allow a --volume of the node's / or of a container runtime's socket (or a folder holding one), which hands the node to the container")
 	fs.Float64Var(&s.CPU, "cpu", s.CPU, "CPU limit and request in cores, e.g. 0.5")
 	fs.StringVar(&s.Memory, "memory", s.Memory, "Memory limit and request: bytes or a quantity such as 256Mi")
-	fs.StringArrayVar(&s.Volumes, "volume", s.Volumes, "hostPath mount SRC:DST, both absolute (repeatable)")
+	fs.StringArrayVar(&s.Volumes, "volume", s.Volumes, "hostPath mount SRC:DST[:ro], both absolute; :ro mounts it read-only (repeatable)")
 	fs.StringVar(&s.User, "user", s.User, "Run as numeric UID or UID:GID")
 	fs.Int32Var(&s.Port, "port", s.Port, "Container port to expose (1-65535)")
 	fs.Var(&s.Expose, "expose", "Create a ClusterIP Service <name>-svc for --port (deployments only)")
@@ -86,6 +94,10 @@ func (s *specFlags) build(name string, command []string) (spec.ContainerSpec, er
 	set(&cs.WorkDir, s.WorkDir)
 	set(&cs.User, s.User)
 	set(&cs.PullPolicy, s.PullPolicy)
+	set(&cs.SecurityProfile, s.Profile)
+	if s.AllowUnsafe {
+		cs.AllowUnsafeHostPath = true
+	}
 	if s.Memory != "" {
 		cs.Memory = spec.Quantity(s.Memory)
 	}
@@ -116,6 +128,15 @@ func (s *specFlags) build(name string, command []string) (spec.ContainerSpec, er
 		}
 		cs.Env[k] = v
 	}
+	for _, v := range s.EnvSecrets {
+		es, err := spec.ParseEnvSecret(v)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		cs.EnvSecrets = append(cs.EnvSecrets, es)
+	}
+	cs.EnvFromSecrets = append(cs.EnvFromSecrets, s.EnvFrom...)
 	for _, kv := range s.Labels {
 		k, v, err := spec.ParseKeyValue("label", kv)
 		if err != nil {
@@ -196,6 +217,9 @@ On success the runtime ID alone is printed on stdout, so id=$(kubectl gobrave cr
 
   # A batch task with an environment and limits
   id=$(kubectl gobrave create import --kind job --image busybox --env MODE=full --cpu 0.5 --memory 256Mi -- sh -c 'echo hi')
+
+  # A password from a Secret (only the reference is stored), in a namespace enforcing restricted
+  kubectl gobrave create migrate --kind job --image migrate:1 --env-secret DB_PASSWORD=db-creds/password --security-profile restricted --user 1000
 
   # From a spec file, overriding its image
   kubectl gobrave create -f web.yaml --image nginx:1.28 -o json`,

@@ -56,8 +56,19 @@ type cluster struct {
 	watches map[string]int
 }
 
+// dryRun answers a server-side dry-run create as the API server does when
+// admission allows it: with the object, storing nothing (the fake's
+// tracker would store it).
+func dryRun(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+	if ca, ok := a.(k8stesting.CreateActionImpl); ok && len(ca.CreateOptions.DryRun) > 0 {
+		return true, ca.GetObject(), nil
+	}
+	return false, nil, nil
+}
+
 func newCluster(objs ...k8sruntime.Object) *cluster {
 	c := &cluster{Clientset: fake.NewClientset(objs...), watches: map[string]int{}}
+	c.PrependReactor("create", "*", dryRun)
 	c.PrependReactor("create", "*", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
 		if obj, ok := a.(k8stesting.CreateAction).GetObject().(metav1.Object); ok && obj.GetUID() == "" {
 			obj.SetUID(types.UID(fmt.Sprintf("uid-%s-%d", obj.GetName(), uidSeq.Add(1))))

@@ -571,6 +571,11 @@ func (e *Engine) Create(ctx context.Context, rt string, namespace string, s spec
 	} else if !apierrors.IsNotFound(err) {
 		return store.Workload{}, runtime.Created{}, fmt.Errorf("create %s %q in namespace %q: %w", id.Kind, id.Name, namespace, err)
 	}
+	// Pod Security admission judges pods, not their templates: ask the
+	// server about a pod of the template before anything is recorded.
+	if err := runtime.CheckPods(ctx, client, namespace, s, objs, id.Kind); err != nil {
+		return store.Workload{}, runtime.Created{}, err
+	}
 	what, svc := k.Resource()+"/"+id.Name, ""
 	if objs.Service != nil {
 		svc = ", service/" + objs.Service.Name

@@ -202,11 +202,21 @@ func TestAlreadyThereIsConfirmedAtOnce(t *testing.T) {
 
 var deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 
+// dryRun answers a server-side dry-run create as the API server does when
+// admission allows it: with the object, storing nothing.
+func dryRun(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+	if ca, ok := a.(k8stesting.CreateActionImpl); ok && len(ca.CreateOptions.DryRun) > 0 {
+		return true, ca.GetObject(), nil
+	}
+	return false, nil, nil
+}
+
 // fakeCluster is a fake clientset that stamps UIDs on create and supports
 // the deployments' scale subresource (the fake's tracker does not).
 func fakeCluster() *fake.Clientset {
 	c := fake.NewClientset()
 	var seq atomic.Int64
+	c.PrependReactor("create", "*", dryRun)
 	c.PrependReactor("create", "*", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
 		if obj, ok := a.(k8stesting.CreateAction).GetObject().(metav1.Object); ok && obj.GetUID() == "" {
 			obj.SetUID(types.UID(fmt.Sprintf("uid-%s-%d", obj.GetName(), seq.Add(1))))

@@ -113,6 +113,16 @@ func PodTemplate(s spec.ContainerSpec) (corev1.PodTemplateSpec, error) {
 	for _, k := range keys {
 		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: s.Env[k]})
 	}
+	for _, e := range s.EnvSecrets {
+		c.Env = append(c.Env, corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: e.Secret}, Key: e.Key},
+		}})
+	}
+	for _, name := range s.EnvFromSecrets {
+		c.EnvFrom = append(c.EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: name},
+		}})
+	}
 
 	res := corev1.ResourceList{}
 	if q, ok := s.CPUQuantity(); ok {
@@ -135,22 +145,29 @@ func PodTemplate(s spec.ContainerSpec) (corev1.PodTemplateSpec, error) {
 		vols = append(vols, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
 			HostPath: &corev1.HostPathVolumeSource{Path: v.Source},
 		}})
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: v.Target})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: v.Target, ReadOnly: v.ReadOnly})
 	}
 
-	if s.User != "" {
-		uid, gid, err := spec.ParseUser(s.User)
-		if err != nil {
-			return corev1.PodTemplateSpec{}, err
-		}
-		c.SecurityContext = &corev1.SecurityContext{RunAsUser: &uid, RunAsGroup: gid}
+	sc, err := securityContext(s)
+	if err != nil {
+		return corev1.PodTemplateSpec{}, err
 	}
+	c.SecurityContext = sc
 
 	if s.ExposedPort > 0 {
 		c.Ports = []corev1.ContainerPort{{ContainerPort: s.ExposedPort, Protocol: corev1.ProtocolTCP}}
 	}
 
-	pod := corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: vols}
+	// No service-account token: a gobrave workload is a docker-like
+	// container and gets no credentials for the cluster's API (see
+	// docs/security.md). The baseline profile asks for nothing more.
+	pod := corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: vols, AutomountServiceAccountToken: ptr(false)}
+	if s.SecurityProfile == spec.ProfileRestricted {
+		pod.SecurityContext = &corev1.PodSecurityContext{
+			RunAsNonRoot:   ptr(true),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		}
+	}
 	if aff := nodeAffinity(s.SchedulingConstraints); aff != nil {
 		pod.Affinity = &corev1.Affinity{NodeAffinity: aff}
 	}
@@ -158,6 +175,30 @@ func PodTemplate(s spec.ContainerSpec) (corev1.PodTemplateSpec, error) {
 		ObjectMeta: metav1.ObjectMeta{Labels: Labels(s)},
 		Spec:       pod,
 	}, nil
+}
+
+// securityContext is the container's security context: --user's uid and
+// gid, and for the restricted profile what the restricted Pod Security
+// Standard asks of a container. nil when there is nothing to set.
+func securityContext(s spec.ContainerSpec) (*corev1.SecurityContext, error) {
+	var sc corev1.SecurityContext
+	if s.User != "" {
+		uid, gid, err := spec.ParseUser(s.User)
+		if err != nil {
+			return nil, err
+		}
+		sc.RunAsUser, sc.RunAsGroup = &uid, gid
+	}
+	if s.SecurityProfile == spec.ProfileRestricted {
+		sc.RunAsNonRoot = ptr(true)
+		sc.AllowPrivilegeEscalation = ptr(false)
+		sc.Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
+		sc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+	}
+	if sc == (corev1.SecurityContext{}) {
+		return nil, nil
+	}
+	return &sc, nil
 }
 
 func copyResources(in corev1.ResourceList) corev1.ResourceList {

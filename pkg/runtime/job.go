@@ -82,14 +82,25 @@ func (jobKind) Start(ctx context.Context, c kubernetes.Interface, id runtimeid.I
 	if s == nil || s.Image == "" {
 		return StartResult{}, fmt.Errorf("start %s: the job %w and its spec is unknown here, so it cannot run again (create it with 'kubectl gobrave create')", id, ErrGone)
 	}
-	if plan.UID != "" {
-		if err := deleteJobAndWait(ctx, c, id, types.UID(plan.UID)); err != nil {
-			return StartResult{}, err
-		}
+	// The recorded spec may predate today's checks (a record adopted from a
+	// planted annotation before adopt checked it): it is checked like a new
+	// spec before it runs with the user's credentials.
+	if err := s.Validate(); err != nil {
+		return StartResult{}, fmt.Errorf("start %s: the recorded spec is refused, nothing was changed (%w); delete the record and create the job again", id, err)
 	}
 	objs, err := Build(*s, id.Namespace)
 	if err != nil {
 		return StartResult{}, err
+	}
+	// The namespace's Pod Security level may have changed since the job
+	// was made: ask before the old run is deleted.
+	if err := CheckPods(ctx, c, id.Namespace, *s, objs, id.Kind); err != nil {
+		return StartResult{}, fmt.Errorf("start %s: %w", id, err)
+	}
+	if plan.UID != "" {
+		if err := deleteJobAndWait(ctx, c, id, types.UID(plan.UID)); err != nil {
+			return StartResult{}, err
+		}
 	}
 	created, err := c.BatchV1().Jobs(id.Namespace).Create(ctx, objs.Job, metav1.CreateOptions{})
 	if err != nil {

@@ -79,3 +79,31 @@ func TestJobStartWaitsForTheOldJobBounded(t *testing.T) {
 		}
 	})
 }
+
+// A recorded spec is checked before a start re-creates the job from it: a
+// record adopted from a planted annotation before adopt checked it (the
+// node's / mounted) is refused, and the finished job is left alone.
+func TestJobStartRefusesAnUnsafeRecordedSpec(t *testing.T) {
+	id := runtimeid.ID{Runtime: "k8s", Namespace: "ns", Kind: runtimeid.KindJob, Name: "task"}
+	done := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "task", Namespace: "ns", UID: "old"},
+		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: "True"}}}}
+	c := fake.NewClientset(done.DeepCopy())
+	s := spec.ContainerSpec{Name: "task", Image: "evil:1", WorkloadKind: runtimeid.KindJob, Volumes: []spec.Volume{{Source: "/", Target: "/host"}}, User: "0"}
+	k := jobKind{}
+	plan, err := k.PlanStart(id, done)
+	if err != nil || !plan.Replace {
+		t.Fatalf("plan %+v, %v", plan, err)
+	}
+	_, err = k.Start(context.Background(), c, id, plan, &s)
+	if err == nil || !strings.Contains(err.Error(), `the recorded spec is refused, nothing was changed (volumes[0].source "/": refused`) {
+		t.Fatalf("Start = %v, want the recorded spec refused", err)
+	}
+	if j, err := c.BatchV1().Jobs("ns").Get(context.Background(), "task", metav1.GetOptions{}); err != nil || j.UID != "old" {
+		t.Errorf("the finished job was replaced: %v, %v", j, err)
+	}
+	for _, a := range c.Actions() {
+		if a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
+			t.Errorf("a refused start made a %s of %s", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+}

@@ -123,9 +123,13 @@ type fileSpec struct {
 	Command               []string          `yaml:"command"`
 	WorkDir               string            `yaml:"workDir"`
 	Env                   map[string]string `yaml:"env"`
+	EnvSecrets            []fileEnvSecret   `yaml:"envSecrets"`
+	EnvFromSecrets        []string          `yaml:"envFromSecrets"`
 	CPU                   fileCPU           `yaml:"cpu"`
 	Memory                Quantity          `yaml:"memory"`
 	Volumes               []fileVolume      `yaml:"volumes"`
+	AllowUnsafeHostPath   bool              `yaml:"allowUnsafeHostPath"`
+	SecurityProfile       string            `yaml:"securityProfile"`
 	User                  string            `yaml:"user"`
 	ExposedPort           int32             `yaml:"exposedPort"`
 	ExposeService         bool              `yaml:"exposeService"`
@@ -135,8 +139,15 @@ type fileSpec struct {
 }
 
 type fileVolume struct {
-	Source string `yaml:"source"`
-	Target string `yaml:"target"`
+	Source   string `yaml:"source"`
+	Target   string `yaml:"target"`
+	ReadOnly bool   `yaml:"readOnly"`
+}
+
+type fileEnvSecret struct {
+	Name   string `yaml:"name"`
+	Secret string `yaml:"secret"`
+	Key    string `yaml:"key"`
 }
 
 type fileConstraint struct {
@@ -163,21 +174,24 @@ func (c *fileCPU) UnmarshalYAML(n *yaml.Node) error {
 
 func (fs fileSpec) spec() ContainerSpec {
 	s := ContainerSpec{
-		Name:             fs.Name,
-		Image:            fs.Image,
-		WorkloadKind:     fs.WorkloadKind,
-		RuntimeNamespace: fs.RuntimeNamespace,
-		Entrypoint:       nilIfEmpty(fs.Entrypoint),
-		Command:          nilIfEmpty(fs.Command),
-		WorkDir:          fs.WorkDir,
-		Env:              fs.Env,
-		CPU:              float64(fs.CPU),
-		Memory:           fs.Memory,
-		User:             fs.User,
-		ExposedPort:      fs.ExposedPort,
-		ExposeService:    fs.ExposeService,
-		Labels:           fs.Labels,
-		PullPolicy:       fs.PullPolicy,
+		Name:                fs.Name,
+		Image:               fs.Image,
+		WorkloadKind:        fs.WorkloadKind,
+		RuntimeNamespace:    fs.RuntimeNamespace,
+		Entrypoint:          nilIfEmpty(fs.Entrypoint),
+		Command:             nilIfEmpty(fs.Command),
+		WorkDir:             fs.WorkDir,
+		Env:                 fs.Env,
+		EnvFromSecrets:      nilIfEmpty(fs.EnvFromSecrets),
+		AllowUnsafeHostPath: fs.AllowUnsafeHostPath,
+		SecurityProfile:     fs.SecurityProfile,
+		CPU:                 float64(fs.CPU),
+		Memory:              fs.Memory,
+		User:                fs.User,
+		ExposedPort:         fs.ExposedPort,
+		ExposeService:       fs.ExposeService,
+		Labels:              fs.Labels,
+		PullPolicy:          fs.PullPolicy,
 	}
 	if len(s.Env) == 0 {
 		s.Env = nil
@@ -187,6 +201,9 @@ func (fs fileSpec) spec() ContainerSpec {
 	}
 	for _, v := range fs.Volumes {
 		s.Volumes = append(s.Volumes, Volume(v))
+	}
+	for _, e := range fs.EnvSecrets {
+		s.EnvSecrets = append(s.EnvSecrets, EnvSecret(e))
 	}
 	for _, c := range fs.SchedulingConstraints {
 		s.SchedulingConstraints = append(s.SchedulingConstraints, SchedulingConstraint{
@@ -311,8 +328,9 @@ var (
 	goTypeToWant = map[string]string{
 		"string": "a string", "int32": "a whole number", "float64": "a number", "bool": "true or false",
 		"[]string": "a list of strings", "map[string]string": "a mapping of strings",
-		"[]spec.fileVolume": "a list of {source, target}", "[]spec.fileConstraint": "a list of {type, key, operator, values}",
-		"spec.fileVolume": "a mapping {source, target}", "spec.fileConstraint": "a mapping {type, key, operator, values}",
+		"[]spec.fileVolume":    "a list of {source, target, readOnly}",
+		"[]spec.fileEnvSecret": "a list of {name, secret, key}", "spec.fileEnvSecret": "a mapping {name, secret, key}", "[]spec.fileConstraint": "a list of {type, key, operator, values}",
+		"spec.fileVolume": "a mapping {source, target, readOnly}", "spec.fileConstraint": "a mapping {type, key, operator, values}",
 	}
 	yamlKinds = map[string]string{"seq": "a list", "map": "a mapping", "str": "a string", "int": "a number",
 		"float": "a number", "bool": "a boolean", "null": "null", "binary": "binary data", "timestamp": "a timestamp"}

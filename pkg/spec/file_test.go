@@ -21,6 +21,25 @@ func TestParse(t *testing.T) {
 		wantErr string
 	}{
 		{
+			name: "security profile, read-only volume, secrets",
+			in: "name: web\nimage: nginx\nsecurityProfile: restricted\nallowUnsafeHostPath: true\n" +
+				"volumes:\n  - {source: /srv, target: /srv, readOnly: true}\n" +
+				"envSecrets:\n  - {name: PW, secret: db, key: pw}\nenvFromSecrets: [app-env]\n",
+			want: ContainerSpec{Name: "web", Image: "nginx", SecurityProfile: "restricted", AllowUnsafeHostPath: true,
+				Volumes:    []Volume{{Source: "/srv", Target: "/srv", ReadOnly: true}},
+				EnvSecrets: []EnvSecret{{Name: "PW", Secret: "db", Key: "pw"}}, EnvFromSecrets: []string{"app-env"}},
+		},
+		{
+			name:    "envSecrets of the wrong shape",
+			in:      "name: web\nimage: nginx\nenvSecrets: [PW=db/pw]\n",
+			wantErr: "line 3: envSecrets[0]: want a mapping {name, secret, key}",
+		},
+		{
+			name:    "an unknown field of an envSecret",
+			in:      "name: web\nimage: nginx\nenvSecrets:\n  - {name: PW, secret: db, key: pw, value: x}\n",
+			wantErr: `unknown field "envSecrets[0].value"`,
+		},
+		{
 			name: "memory as a number of bytes",
 			in:   "name: web\nimage: nginx\nmemory: 268435456\n",
 			want: ContainerSpec{Name: "web", Image: "nginx", Memory: "268435456"},
@@ -284,6 +303,7 @@ func TestFileSpecMirrorsContainerSpec(t *testing.T) {
 	pairs := []struct{ public, file reflect.Type }{
 		{reflect.TypeFor[ContainerSpec](), reflect.TypeFor[fileSpec]()},
 		{reflect.TypeFor[Volume](), reflect.TypeFor[fileVolume]()},
+		{reflect.TypeFor[EnvSecret](), reflect.TypeFor[fileEnvSecret]()},
 		{reflect.TypeFor[SchedulingConstraint](), reflect.TypeFor[fileConstraint]()},
 	}
 	for _, p := range pairs {

@@ -16,14 +16,36 @@ func ParseKeyValue(flagName, s string) (k, v string, err error) {
 	return k, v, nil
 }
 
-// ParseVolume parses a --volume value SRC:DST, the absolute host path and
-// the absolute container path.
+// ParseVolume parses a --volume value SRC:DST[:ro|:rw], the absolute host
+// path, the absolute container path and the mount mode (rw by default).
 func ParseVolume(s string) (Volume, error) {
-	src, dst, ok := strings.Cut(s, ":")
-	if !ok || src == "" || dst == "" || strings.Contains(dst, ":") {
-		return Volume{}, invalidf("--volume %q: must be SRC:DST, an absolute host path and an absolute container path, e.g. /srv/data:/data", s)
+	bad := invalidf("--volume %q: must be SRC:DST or SRC:DST:ro, an absolute host path and an absolute container path, e.g. /srv/data:/data:ro", s)
+	parts := strings.Split(s, ":")
+	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || parts[1] == "" {
+		return Volume{}, bad
 	}
-	return Volume{Source: src, Target: dst}, nil
+	v := Volume{Source: parts[0], Target: parts[1]}
+	if len(parts) == 3 {
+		switch parts[2] {
+		case "ro":
+			v.ReadOnly = true
+		case "rw":
+		default:
+			return Volume{}, invalidf("--volume %q: unknown mode %q, use ro (read-only) or rw (the default)", s, parts[2])
+		}
+	}
+	return v, nil
+}
+
+// ParseEnvSecret parses an --env-secret value KEY=SECRET/KEY: the variable
+// KEY is read from key KEY of the Secret SECRET.
+func ParseEnvSecret(s string) (EnvSecret, error) {
+	name, ref, ok := strings.Cut(s, "=")
+	secret, key, ok2 := strings.Cut(ref, "/")
+	if !ok || !ok2 || name == "" || secret == "" || key == "" {
+		return EnvSecret{}, invalidf("--env-secret %q: must be NAME=SECRET/KEY, e.g. --env-secret DB_PASSWORD=db-creds/password", s)
+	}
+	return EnvSecret{Name: name, Secret: secret, Key: key}, nil
 }
 
 // ParseConstraint parses a --constraint value 'KEY OP [V1,V2]', for example

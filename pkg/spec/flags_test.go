@@ -54,7 +54,10 @@ func TestParseVolume(t *testing.T) {
 		{name: "no colon", in: "/data", wantErr: `--volume "/data": must be SRC:DST`},
 		{name: "empty source", in: ":/data", wantErr: `--volume ":/data"`},
 		{name: "empty target", in: "/data:", wantErr: `--volume "/data:"`},
-		{name: "mode suffix not supported", in: "/a:/b:ro", wantErr: `--volume "/a:/b:ro"`},
+		{name: "read-only", in: "/a:/b:ro", want: Volume{Source: "/a", Target: "/b", ReadOnly: true}},
+		{name: "read-write", in: "/a:/b:rw", want: Volume{Source: "/a", Target: "/b"}},
+		{name: "unknown mode", in: "/a:/b:rx", wantErr: `--volume "/a:/b:rx": unknown mode "rx"`},
+		{name: "too many colons", in: "/a:/b:ro:x", wantErr: `--volume "/a:/b:ro:x": must be SRC:DST`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,6 +123,39 @@ func TestParseConstraint(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("ParseConstraint() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseEnvSecret(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    EnvSecret
+		wantErr string
+	}{
+		{name: "good", in: "DB_PASSWORD=db-creds/password", want: EnvSecret{Name: "DB_PASSWORD", Secret: "db-creds", Key: "password"}},
+		{name: "key with dots", in: "TLS=certs/tls.key", want: EnvSecret{Name: "TLS", Secret: "certs", Key: "tls.key"}},
+		{name: "no equals", in: "DB_PASSWORD", wantErr: `--env-secret "DB_PASSWORD": must be NAME=SECRET/KEY`},
+		{name: "no key", in: "A=creds", wantErr: `--env-secret "A=creds": must be NAME=SECRET/KEY`},
+		{name: "empty secret", in: "A=/k", wantErr: `--env-secret "A=/k"`},
+		{name: "empty name", in: "=s/k", wantErr: `--env-secret "=s/k"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseEnvSecret(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrInvalid) {
+					t.Fatalf("ParseEnvSecret() error = %v, want it to contain %q and wrap ErrInvalid", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseEnvSecret() error = %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ParseEnvSecret() mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}

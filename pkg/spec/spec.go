@@ -19,14 +19,32 @@ type ContainerSpec struct {
 	Command []string `json:"command,omitempty"`
 	// WorkDir is the container's working directory.
 	WorkDir string `json:"workDir,omitempty"`
-	// Env is injected sorted by key.
+	// Env is injected sorted by key. Its values are stored in plain text in
+	// the state database and the workload's gobrave.dev/spec annotation: put
+	// secrets in EnvSecrets or EnvFromSecrets instead.
 	Env map[string]string `json:"env,omitempty"`
+	// EnvSecrets are environment variables read from a key of a Secret in
+	// the workload's namespace (a secretKeyRef); only the reference is stored.
+	EnvSecrets []EnvSecret `json:"envSecrets,omitempty"`
+	// EnvFromSecrets are Secrets whose every key becomes an environment
+	// variable (envFrom).
+	EnvFromSecrets []string `json:"envFromSecrets,omitempty"`
 	// CPU in cores (0.5 = 500m), used as limit and request.
 	CPU float64 `json:"cpu,omitempty"`
 	// Memory in bytes or as a quantity such as 256Mi, used as limit and request.
 	Memory Quantity `json:"memory,omitempty"`
-	// Volumes are hostPath mounts.
+	// Volumes are hostPath mounts. The node's / and the container runtime's
+	// sockets (and the folders holding them) are refused unless
+	// AllowUnsafeHostPath is set.
 	Volumes []Volume `json:"volumes,omitempty"`
+	// AllowUnsafeHostPath allows hostPath volumes of / and of the container
+	// runtime's sockets, which hand the node to the container.
+	AllowUnsafeHostPath bool `json:"allowUnsafeHostPath,omitempty"`
+	// SecurityProfile is baseline (the default when empty: passes the
+	// baseline Pod Security Standard) or restricted (runAsNonRoot, no
+	// privilege escalation, all capabilities dropped, seccomp RuntimeDefault:
+	// passes the restricted standard).
+	SecurityProfile string `json:"securityProfile,omitempty"`
 	// User is "uid" or "uid:gid", numeric.
 	User string `json:"user,omitempty"`
 	// ExposedPort adds a container port (1-65535).
@@ -46,6 +64,16 @@ type ContainerSpec struct {
 type Volume struct {
 	Source string `json:"source"`
 	Target string `json:"target"`
+	// ReadOnly mounts it read-only.
+	ReadOnly bool `json:"readOnly,omitempty"`
+}
+
+// EnvSecret is an environment variable Name read from Key of the Secret
+// named Secret.
+type EnvSecret struct {
+	Name   string `json:"name"`
+	Secret string `json:"secret"`
+	Key    string `json:"key"`
 }
 
 // SchedulingConstraint is one node-affinity requirement.

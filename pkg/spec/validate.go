@@ -29,6 +29,46 @@ const (
 	PullNever        = "Never"
 )
 
+// Security profiles: the Pod Security Standard the pod template passes.
+const (
+	ProfileBaseline   = "baseline"
+	ProfileRestricted = "restricted"
+)
+
+// AllowUnsafeHostPathFlag is the flag that allows the hostPaths UnsafeHostPath refuses.
+const AllowUnsafeHostPathFlag = "--allow-unsafe-host-path"
+
+// RuntimeSockets are the host paths of the known container runtimes' API
+// sockets: a container that mounts one controls every container of the node.
+var RuntimeSockets = []string{
+	"/var/run/docker.sock", "/run/docker.sock",
+	"/run/containerd/containerd.sock", "/var/run/containerd/containerd.sock",
+	"/run/k3s/containerd/containerd.sock",
+	"/var/run/crio/crio.sock", "/run/crio/crio.sock",
+	"/var/run/cri-dockerd.sock", "/run/cri-dockerd.sock",
+	"/var/run/dockershim.sock",
+	"/run/podman/podman.sock", "/var/run/podman/podman.sock",
+}
+
+// UnsafeHostPath says why mounting the node's path src hands the node to the
+// container ("" when it does not): src is /, a known container runtime
+// socket, or a folder holding one (such as /var/run).
+func UnsafeHostPath(src string) string {
+	p := path.Clean(src)
+	if p == "/" {
+		return "it is the node's whole filesystem"
+	}
+	for _, sock := range RuntimeSockets {
+		if p == sock {
+			return "it is a container runtime's socket, which controls every container of the node"
+		}
+		if strings.HasPrefix(sock, p+"/") {
+			return fmt.Sprintf("it holds the container runtime socket %s, which controls every container of the node", sock)
+		}
+	}
+	return ""
+}
+
 // ConstraintTypeNode is the only scheduling constraint type.
 const ConstraintTypeNode = "node"
 
@@ -197,6 +237,14 @@ func (s ContainerSpec) Validate() error {
 		if !path.IsAbs(v.Source) {
 			add("volumes[%d].source %q: must be an absolute path on the node, e.g. /data", i, v.Source)
 		}
+		if path.IsAbs(v.Source) && !s.AllowUnsafeHostPath {
+			if why := UnsafeHostPath(v.Source); why != "" {
+				add("volumes[%d].source %q: refused, %s; mount a narrower folder, or pass %s (allowUnsafeHostPath: true in a spec file) if that is really meant", i, v.Source, why, AllowUnsafeHostPathFlag)
+			}
+		}
+		if s.SecurityProfile == ProfileRestricted {
+			add("volumes[%d]: securityProfile restricted forbids hostPath volumes (the restricted Pod Security Standard allows none); drop the volume or use the baseline profile", i)
+		}
 		if !path.IsAbs(v.Target) {
 			add("volumes[%d].target %q: must be an absolute path in the container, e.g. /data", i, v.Target)
 			continue
@@ -210,9 +258,62 @@ func (s ContainerSpec) Validate() error {
 	}
 
 	if s.User != "" {
-		if _, _, err := ParseUser(s.User); err != nil {
+		if uid, _, err := ParseUser(s.User); err != nil {
 			errs = append(errs, err)
+		} else if uid == 0 && s.SecurityProfile == ProfileRestricted {
+			add("user %q: securityProfile restricted runs as non-root, uid 0 is refused; use a non-zero uid such as 1000", s.User)
 		}
+	}
+
+	switch s.SecurityProfile {
+	case "", ProfileBaseline, ProfileRestricted:
+	default:
+		add("securityProfile %q: must be %s (the default) or %s", s.SecurityProfile, ProfileBaseline, ProfileRestricted)
+	}
+
+	envNames := map[string]string{}
+	for _, k := range sortedKeys(s.Env) {
+		envNames[k] = "env"
+	}
+	for i, e := range s.EnvSecrets {
+		field := fmt.Sprintf("envSecrets[%d]", i)
+		switch {
+		case e.Name == "":
+			add("%s.name: required, an environment variable name such as DB_PASSWORD", field)
+		case len(validation.IsEnvVarName(e.Name)) > 0:
+			add("%s.name %q: %s", field, e.Name, strings.Join(validation.IsEnvVarName(e.Name), "; "))
+		case envNames[e.Name] != "":
+			add("%s.name %q: already set by %s; set each variable once", field, e.Name, envNames[e.Name])
+		default:
+			envNames[e.Name] = field
+		}
+		if e.Secret == "" {
+			add("%s.secret: required, the name of a Secret in the workload's namespace", field)
+		} else if msgs := validation.IsDNS1123Subdomain(e.Secret); len(msgs) > 0 {
+			add("%s.secret %q: must be a Secret name (a DNS-1123 subdomain): %s", field, e.Secret, strings.Join(msgs, "; "))
+		}
+		if e.Key == "" {
+			add("%s.key: required, a key of the Secret", field)
+		} else if msgs := validation.IsConfigMapKey(e.Key); len(msgs) > 0 {
+			add("%s.key %q: %s", field, e.Key, strings.Join(msgs, "; "))
+		}
+	}
+	seenSecrets := map[string]int{}
+	for i, name := range s.EnvFromSecrets {
+		field := fmt.Sprintf("envFromSecrets[%d]", i)
+		if name == "" {
+			add("%s: empty; give the name of a Secret in the workload's namespace", field)
+			continue
+		}
+		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+			add("%s %q: must be a Secret name (a DNS-1123 subdomain): %s", field, name, strings.Join(msgs, "; "))
+			continue
+		}
+		if j, dup := seenSecrets[name]; dup {
+			add("%s %q: already listed as envFromSecrets[%d]; list each Secret once", field, name, j)
+			continue
+		}
+		seenSecrets[name] = i
 	}
 
 	for _, k := range sortedKeys(s.Env) {

@@ -47,6 +47,57 @@ func TestValidate(t *testing.T) {
 		{name: "pull policy Never passes validation", edit: func(s *ContainerSpec) { s.PullPolicy = "Never" }},
 		{name: "name 63 characters", edit: func(s *ContainerSpec) { s.Name = long[:63] }},
 		{name: "user uid only", edit: func(s *ContainerSpec) { s.User = "0" }},
+		{name: "restricted profile", edit: func(s *ContainerSpec) { s.SecurityProfile = "restricted"; s.User = "1000" }},
+		{name: "baseline profile", edit: func(s *ContainerSpec) { s.SecurityProfile = "baseline" }},
+		{name: "read-only volume", edit: func(s *ContainerSpec) { s.Volumes = []Volume{{Source: "/srv", Target: "/srv", ReadOnly: true}} }},
+		{name: "a folder beside the sockets", edit: func(s *ContainerSpec) { s.Volumes = []Volume{{Source: "/var/run-data", Target: "/d"}} }},
+		{name: "unsafe hostPath allowed", edit: func(s *ContainerSpec) {
+			s.Volumes = []Volume{{Source: "/", Target: "/host"}, {Source: "/var/run/docker.sock", Target: "/var/run/docker.sock"}}
+			s.AllowUnsafeHostPath = true
+		}},
+		{name: "secrets", edit: func(s *ContainerSpec) {
+			s.Env = map[string]string{"MODE": "x"}
+			s.EnvSecrets = []EnvSecret{{Name: "DB_PASSWORD", Secret: "db-creds", Key: "password"}, {Name: "TLS", Secret: "certs.v1", Key: "tls.key"}}
+			s.EnvFromSecrets = []string{"app-env", "more"}
+		}},
+		{name: "hostPath /", edit: func(s *ContainerSpec) { s.Volumes = []Volume{{Source: "/", Target: "/host"}} },
+			wantErr: `volumes[0].source "/": refused, it is the node's whole filesystem; mount a narrower folder, or pass --allow-unsafe-host-path`},
+		{name: "hostPath / spelled otherwise", edit: func(s *ContainerSpec) { s.Volumes = []Volume{{Source: "/srv/..//", Target: "/host"}} },
+			wantErr: `volumes[0].source "/srv/..//": refused, it is the node's whole filesystem`},
+		{name: "docker socket", edit: func(s *ContainerSpec) { s.Volumes = []Volume{{Source: "/var/run/docker.sock", Target: "/s"}} },
+			wantErr: `volumes[0].source "/var/run/docker.sock": refused, it is a container runtime's socket`},
+		{name: "containerd socket", edit: func(s *ContainerSpec) {
+			s.Volumes = []Volume{{Source: "/run/containerd/containerd.sock", Target: "/s"}}
+		},
+			wantErr: `refused, it is a container runtime's socket`},
+		{name: "crio socket", edit: func(s *ContainerSpec) { s.Volumes = []Volume{{Source: "/var/run/crio/crio.sock", Target: "/s"}} },
+			wantErr: `refused, it is a container runtime's socket`},
+		{name: "folder of a socket", edit: func(s *ContainerSpec) { s.Volumes = []Volume{{Source: "/var/run", Target: "/s"}} },
+			wantErr: `volumes[0].source "/var/run": refused, it holds the container runtime socket /var/run/docker.sock`},
+		{name: "restricted with a hostPath", edit: func(s *ContainerSpec) {
+			s.SecurityProfile = "restricted"
+			s.Volumes = []Volume{{Source: "/srv", Target: "/srv"}}
+		}, wantErr: "volumes[0]: securityProfile restricted forbids hostPath volumes"},
+		{name: "restricted as root", edit: func(s *ContainerSpec) { s.SecurityProfile = "restricted"; s.User = "0:0" },
+			wantErr: `user "0:0": securityProfile restricted runs as non-root`},
+		{name: "unknown profile", edit: func(s *ContainerSpec) { s.SecurityProfile = "privileged" },
+			wantErr: `securityProfile "privileged": must be baseline (the default) or restricted`},
+		{name: "env secret bad name", edit: func(s *ContainerSpec) { s.EnvSecrets = []EnvSecret{{Name: "1X", Secret: "s", Key: "k"}} },
+			wantErr: `envSecrets[0].name "1X"`},
+		{name: "env secret twice", edit: func(s *ContainerSpec) {
+			s.Env = map[string]string{"PW": "x"}
+			s.EnvSecrets = []EnvSecret{{Name: "PW", Secret: "s", Key: "k"}}
+		}, wantErr: `envSecrets[0].name "PW": already set by env`},
+		{name: "env secret bad secret", edit: func(s *ContainerSpec) { s.EnvSecrets = []EnvSecret{{Name: "X", Secret: "Bad_Name", Key: "k"}} },
+			wantErr: `envSecrets[0].secret "Bad_Name": must be a Secret name`},
+		{name: "env secret bad key", edit: func(s *ContainerSpec) { s.EnvSecrets = []EnvSecret{{Name: "X", Secret: "s", Key: "a/b"}} },
+			wantErr: `envSecrets[0].key "a/b"`},
+		{name: "env secret missing parts", edit: func(s *ContainerSpec) { s.EnvSecrets = []EnvSecret{{}} },
+			wantErr: `envSecrets[0].name: required`},
+		{name: "env from bad secret", edit: func(s *ContainerSpec) { s.EnvFromSecrets = []string{"UPPER"} },
+			wantErr: `envFromSecrets[0] "UPPER": must be a Secret name`},
+		{name: "env from twice", edit: func(s *ContainerSpec) { s.EnvFromSecrets = []string{"a", "a"} },
+			wantErr: `envFromSecrets[1] "a": already listed as envFromSecrets[0]`},
 
 		{name: "name missing", edit: func(s *ContainerSpec) { s.Name = "" }, wantErr: "name: required"},
 		{name: "name upper case and underscore", edit: func(s *ContainerSpec) { s.Name = "Web_API" },

@@ -784,3 +784,57 @@ func TestMigrateSchema1(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// PutAdopted never replaces a record that knows another object unless told
+// to; the refusal writes nothing.
+func TestPutAdoptedKeepsAnotherUID(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	w := workload("default", "job", "task")
+	w.UID = "uid-mine"
+	w.Spec.Image = "busybox"
+	mustPut(t, s, w)
+	before, err := s.Events(ctx, w.RuntimeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	planted := w
+	planted.UID = "uid-planted"
+	planted.Spec.Image = "evil:1"
+	err = s.PutAdopted(ctx, planted, Transition{Type: Adopted}, false)
+	var other *OtherUIDError
+	if !errors.As(err, &other) || !errors.Is(err, ErrOtherUID) || other.Recorded != "uid-mine" || other.Found != "uid-planted" {
+		t.Fatalf("PutAdopted over another UID: %v", err)
+	}
+	got, err := s.Get(ctx, w.RuntimeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.UID != "uid-mine" || got.Spec.Image != "busybox" || got.Epoch != 1 {
+		t.Errorf("record after a refused adopt: %+v", got)
+	}
+	after, err := s.Events(ctx, w.RuntimeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		t.Errorf("a refused adopt added events: %d -> %d", len(before), len(after))
+	}
+
+	// The same UID, a new ID and replace=true are written.
+	if err := s.PutAdopted(ctx, w, Transition{Type: Adopted}, false); err != nil {
+		t.Errorf("PutAdopted of the same UID: %v", err)
+	}
+	fresh := workload("default", "job", "other")
+	fresh.UID = "uid-other"
+	if err := s.PutAdopted(ctx, fresh, Transition{Type: Adopted}, false); err != nil {
+		t.Errorf("PutAdopted of a new ID: %v", err)
+	}
+	if err := s.PutAdopted(ctx, planted, Transition{Type: Adopted}, true); err != nil {
+		t.Fatalf("PutAdopted with replace: %v", err)
+	}
+	if got, _ := s.Get(ctx, w.RuntimeID); got.UID != "uid-planted" {
+		t.Errorf("replace did not replace: %+v", got)
+	}
+}

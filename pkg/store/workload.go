@@ -22,6 +22,32 @@ const workloadColumns = "runtime_id, runtime, namespace, kind, name, uid, spec, 
 // the same transaction. w.State defaults to created and w.Message to
 // ev.Message.
 func (s *Store) Put(ctx context.Context, w Workload, ev Transition) error {
+	return s.put(ctx, w, ev, true)
+}
+
+// ErrOtherUID is wrapped by PutAdopted's refusal to replace a record that
+// knows another object.
+var ErrOtherUID = errors.New("the record knows another object")
+
+// OtherUIDError is PutAdopted's refusal: the record RuntimeID knows the
+// object Recorded, not Found.
+type OtherUIDError struct{ RuntimeID, Recorded, Found string }
+
+func (e *OtherUIDError) Error() string {
+	return fmt.Sprintf("%s already records another object (uid %s, this one is uid %s)", e.RuntimeID, e.Recorded, e.Found)
+}
+
+func (e *OtherUIDError) Unwrap() error { return ErrOtherUID }
+
+// PutAdopted records w like Put, in one transaction with the check that
+// a record of the same runtime ID knows no other object: when it has a UID
+// and that is not w.UID, nothing is written and the error is an
+// *OtherUIDError, unless replace is true.
+func (s *Store) PutAdopted(ctx context.Context, w Workload, ev Transition, replace bool) error {
+	return s.put(ctx, w, ev, replace)
+}
+
+func (s *Store) put(ctx context.Context, w Workload, ev Transition, replace bool) error {
 	if w.RuntimeID == "" {
 		return errors.New("put workload: empty runtime ID")
 	}
@@ -63,6 +89,17 @@ func (s *Store) Put(ctx context.Context, w Workload, ev Transition) error {
 		evTime = now
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
+		if !replace {
+			var uid string
+			err := tx.QueryRowContext(ctx, "SELECT uid FROM workloads WHERE runtime_id = ?", w.RuntimeID).Scan(&uid)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+			case err != nil:
+				return err
+			case uid != "" && uid != w.UID:
+				return &OtherUIDError{RuntimeID: w.RuntimeID, Recorded: uid, Found: w.UID}
+			}
+		}
 		var epoch int
 		err := tx.QueryRowContext(ctx, `
 INSERT INTO workloads (`+workloadColumns+`)
@@ -82,6 +119,10 @@ RETURNING epoch`,
 			ev.RuntimeID, string(ev.Type), ev.Message, ev.UID, epoch, ev.Type.Observed(), toDB(evTime))
 		return err
 	})
+	var other *OtherUIDError
+	if errors.As(err, &other) {
+		return err
+	}
 	if err != nil {
 		return s.fail(fmt.Sprintf("put workload %q", w.RuntimeID), err)
 	}
