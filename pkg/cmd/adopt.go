@@ -108,6 +108,13 @@ func (o *AdoptOptions) Run(ctx context.Context) error {
 			continue // not a name gobrave could have made
 		}
 		if w, err := st.Get(ctx, id.String()); err == nil && w.UID == string(a.meta.UID) {
+			// The same object (UIDs are unique): if the record knew it
+			// under another cluster identity (a moved API server, a rotated
+			// CA), it is this one now.
+			if err := o.setCluster(ctx, st, rtName, id); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 			known++
 			continue
 		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -134,11 +141,29 @@ func (o *AdoptOptions) Run(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("adopt %s: %w", id, err))
 			continue
 		}
+		// The object lives where the runtime points now.
+		if err := o.setCluster(ctx, st, rtName, id); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		adopted++
 		fmt.Fprintf(o.Out, "%s adopted (%s, %s, image %s)\n", what, id, w.State, s.Image)
 	}
 	fmt.Fprintf(o.ErrOut, "adopted %d, already known %d, refused %d\n", adopted, known, len(errs))
 	return errors.Join(errs...)
+}
+
+// setCluster records the cluster runtime rt points at as id's
+// (docs/architecture.md, "Which cluster a record belongs to").
+func (o *AdoptOptions) setCluster(ctx context.Context, st *store.Store, rt string, id runtimeid.ID) error {
+	cluster, err := o.f.ClusterID(rt)
+	if err == nil && cluster != "" {
+		err = st.SetCluster(ctx, id.String(), cluster)
+	}
+	if err != nil {
+		return fmt.Errorf("adopt %s: %w", id, err)
+	}
+	return nil
 }
 
 type adoptee struct {

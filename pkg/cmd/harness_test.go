@@ -143,6 +143,9 @@ type harness struct {
 	configPath string
 	env        map[string]string
 	clusters   map[string]*cluster
+	// clusterIDs, when set, are the identities of the contexts' clusters
+	// (unknown otherwise, and then no cluster is checked).
+	clusterIDs map[string]string
 }
 
 func newHarness(t *testing.T) *harness {
@@ -170,6 +173,9 @@ func (h *harness) factory() *cmd.Factory {
 			return nil, fmt.Errorf("context %q does not exist in the test kubeconfig", ctxName)
 		}
 		return c, nil
+	}
+	if h.clusterIDs != nil {
+		f.NewClusterID = func(ctxName string) (string, error) { return h.clusterIDs[ctxName], nil }
 	}
 	return f
 }
