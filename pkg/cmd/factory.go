@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -156,16 +157,21 @@ func (f *Factory) Client(runtime string) (kubernetes.Interface, error) {
 	return c, nil
 }
 
-// flagsFor copies the kubeconfig flags with the context replaced.
+// flagsFor copies the kubeconfig flags with the context replaced. Every
+// exported field of ConfigFlags is copied (--proxy-url, --as-user-extra and
+// whatever cli-runtime adds next), so cli-runtime's own ToRawKubeConfigLoader
+// turns them into clientcmd overrides exactly as for kubectl. The value is
+// not copied whole: it holds mutexes and a cached client config of the
+// other context. TestFlagsForHonoursEveryConfigFlag fails when a field is
+// added without a check that it reaches the REST config.
 func (f *Factory) flagsFor(ctxName string) *genericclioptions.ConfigFlags {
-	src := f.ConfigFlags
 	dst := genericclioptions.NewConfigFlags(true)
-	dst.KubeConfig, dst.ClusterName, dst.AuthInfoName = src.KubeConfig, src.ClusterName, src.AuthInfoName
-	dst.Namespace, dst.APIServer, dst.TLSServerName = src.Namespace, src.APIServer, src.TLSServerName
-	dst.Insecure, dst.CertFile, dst.KeyFile, dst.CAFile = src.Insecure, src.CertFile, src.KeyFile, src.CAFile
-	dst.BearerToken, dst.Impersonate, dst.ImpersonateUID, dst.ImpersonateGroup = src.BearerToken, src.Impersonate, src.ImpersonateUID, src.ImpersonateGroup
-	dst.Username, dst.Password, dst.Timeout, dst.DisableCompression = src.Username, src.Password, src.Timeout, src.DisableCompression
-	dst.CacheDir = src.CacheDir
+	src, out := reflect.ValueOf(f.ConfigFlags).Elem(), reflect.ValueOf(dst).Elem()
+	for i := range src.NumField() {
+		if src.Type().Field(i).IsExported() {
+			out.Field(i).Set(src.Field(i))
+		}
+	}
 	dst.Context = &ctxName
 	return dst
 }
