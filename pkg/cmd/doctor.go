@@ -156,7 +156,7 @@ func (o *DoctorOptions) Run(ctx context.Context) error {
 			if c.Fix != "" {
 				line += " (fix: " + c.Fix + ")"
 			}
-			fmt.Fprintln(tw, line)
+			fmt.Fprintln(tw, escapeTerminal(line))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -87,7 +87,9 @@ func FormatError(err error) string {
 	}
 	msg = strings.ReplaceAll(msg, ErrUsage.Error()+" ", "")
 	// errors.Join separates with newlines; keep the contract of one line.
-	return strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
+	// Server errors quote text from the cluster: escape control characters
+	// so that the line cannot drive the terminal (see escapeTerminal).
+	return escapeTerminal(strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " "))
 }
 
 // NewCmdRoot builds the kubectl gobrave command tree.
