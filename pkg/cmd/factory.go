@@ -86,7 +86,7 @@ func (f *Factory) Runtime() (string, error) {
 }
 
 // StatePath is the state database file in use.
-func (f *Factory) StatePath() string {
+func (f *Factory) StatePath() (string, error) {
 	return config.StatePath(f.StateDBFlag, f.Getenv, f.Home)
 }
 
@@ -97,7 +97,11 @@ func (f *Factory) Store(ctx context.Context) (*store.Store, error) {
 	if f.store != nil {
 		return f.store, nil
 	}
-	s, err := store.Open(ctx, f.StatePath())
+	path, err := f.StatePath()
+	if err != nil {
+		return nil, err
+	}
+	s, err := store.Open(ctx, path)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/gobrave/kubectl-gobrave/pkg/config"
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 	"github.com/gobrave/kubectl-gobrave/pkg/spec"
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
 
 // Exit codes, documented in README.md and docs/output.md.
@@ -70,7 +71,8 @@ func ExitCode(err error) int {
 		// cancellations of monitors and waits inside are never returned.
 		return ExitInterrupted
 	case errors.Is(err, ErrUsage), errors.Is(err, runtimeid.ErrInvalid),
-		errors.Is(err, spec.ErrInvalid), errors.Is(err, config.ErrInvalid):
+		errors.Is(err, spec.ErrInvalid), errors.Is(err, config.ErrInvalid),
+		errors.Is(err, store.ErrUnsafe), errors.Is(err, config.ErrNoHome):
 		return ExitInvalid
 	case strings.HasPrefix(err.Error(), "unknown command "):
 		// cobra's own error for a verb that does not exist.
