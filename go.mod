@@ -2,6 +2,8 @@ module github.com/gobrave/kubectl-gobrave
 
 go 1.26.0
 
+toolchain go1.26.8
+
 require (
 	github.com/creack/pty v1.1.18
 	github.com/google/go-cmp v0.7.0
