@@ -51,7 +51,9 @@ func NewCmdDoctor(f *Factory, streams genericiooptions.IOStreams) *cobra.Command
 and server version, RBAC for every verb in the target namespace (SelfSubjectAccessReview),
 informer sync of deployments and jobs, the state database's integrity, schema version and file
 permissions, and runtime-ID prefixes in the database that no runtime profile knows.
-One line per check, ok or problem with the fix; exit code 0 only when every check passes.`,
+One line per check: ok, warning (advice with a fix; the check passes) or problem with the fix;
+exit code 0 only when every check passes. The state database's files are judged as every verb
+judges them before opening (see docs/config.md, "The state file").`,
 		Example: `  kubectl gobrave doctor
   kubectl gobrave doctor -n team-a --runtime k3s -o json`,
 		Args: cobra.NoArgs,
