@@ -74,3 +74,19 @@ func FuzzEscapeTerminal(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkEscapeTerminal: text without control characters (nearly every
+// message) is returned as is, without allocating.
+func BenchmarkEscapeTerminal(b *testing.B) {
+	for _, bc := range []struct{ name, in string }{
+		{"clean", "exit code 1 (Error): BackoffLimitExceeded: Job has reached the specified backoff limit"},
+		{"hostile", "exit code 1 (Error): \x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\u009b31m\xff\nnext"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = escapeTerminal(bc.in)
+			}
+		})
+	}
+}

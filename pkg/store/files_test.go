@@ -190,3 +190,19 @@ func snapshot(t *testing.T, dir string) string {
 	}
 	return b.String()
 }
+
+// BenchmarkCheckFiles: what the checks add to every Open (four stats).
+func BenchmarkCheckFiles(b *testing.B) {
+	dir := b.TempDir()
+	s, err := Open(b.Context(), filepath.Join(dir, "state.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := unsafeError(CheckFiles(filepath.Join(dir, "state.db"))); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
