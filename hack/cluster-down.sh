@@ -70,5 +70,11 @@ if [ -n "$left" ]; then
   [ -z "$left" ] || { log "killing: $(echo $left)"; kill -9 $left 2>/dev/null || true; }
 fi
 
+# Only a folder cluster-up.sh made (it carries the marker) is deleted: GOBRAVE_CLUSTER_DIR may
+# have named a folder of the user's, and a cluster.env can be anywhere above the argument.
+if [ ! -f "$workdir/.gobrave-cluster-workdir" ]; then
+  log "not removing $workdir: it has no .gobrave-cluster-workdir marker, so hack/cluster-up.sh did not make it"
+  exit 0
+fi
 rm -rf "$workdir"
 log "removed $workdir"

@@ -64,13 +64,21 @@ for b in kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok
   [ -x "$bin/$b" ] || die "$bin/$b is missing: run hack/testbin.sh"
 done
 
+# The marker says "cluster-up.sh made this folder": cluster-down.sh deletes only folders carrying
+# it, so a GOBRAVE_CLUSTER_DIR naming a folder of the user's is never removed. Such a folder is
+# refused here unless it is new, empty, or an earlier cluster's work folder.
+marker=.gobrave-cluster-workdir
 if [ -n "${GOBRAVE_CLUSTER_DIR:-}" ]; then
   workdir=$GOBRAVE_CLUSTER_DIR
+  if [ -e "$workdir" ] && [ ! -f "$workdir/$marker" ] && [ -n "$(ls -A "$workdir" 2>/dev/null)" ]; then
+    die "GOBRAVE_CLUSTER_DIR=$workdir is a folder with files and not a cluster work folder: name a new or empty folder"
+  fi
   mkdir -p "$workdir"
   workdir=$(cd "$workdir" && pwd)
 else
   workdir=$(mktemp -d "${TMPDIR:-/tmp}/gobrave-cluster.XXXXXX")
 fi
+echo "made by hack/cluster-up.sh for cluster $name; hack/cluster-down.sh deletes this folder" >"$workdir/$marker"
 export KWOK_WORKDIR=$workdir
 kubeconfig=$workdir/clusters/$name/kubeconfig.yaml
 # Nothing this script runs may read or write ~/.kube.
@@ -199,9 +207,15 @@ log "starting cluster $name in $workdir"
 create=("$bin/kwokctl" --name "$name" create cluster --runtime binary --kubeconfig "" --wait 2m)
 # kwokctl picks its ports by probing downwards from 32766 and the components bind them seconds
 # later, so two clusters starting at once would pick the same ports. Starts are serialised on a
-# lock (-o: the components must not inherit it).
+# lock (-o: the components must not inherit it). The lock is the user's own (in
+# $XDG_RUNTIME_DIR, else the cache folder, mode 0700): a fixed name in /tmp could be
+# pre-created by another user to block or watch our starts. Two users' clusters starting in the
+# same second may still collide on a port; kwokctl then fails and cluster-up.sh says so.
+lockdir=${XDG_RUNTIME_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}}/gobrave
+mkdir -p -m 700 "$lockdir"
+[ -O "$lockdir" ] || die "$lockdir is not yours: set XDG_RUNTIME_DIR or XDG_CACHE_HOME to a folder of your own"
 if command -v flock >/dev/null; then
-  flock -o -w 300 "${TMPDIR:-/tmp}/gobrave-cluster-up.lock" "${create[@]}" >&2
+  flock -o -w 300 "$lockdir/cluster-up.lock" "${create[@]}" >&2
 else
   log "flock not found: do not start two clusters at once"
   "${create[@]}" >&2

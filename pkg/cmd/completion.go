@@ -123,7 +123,9 @@ func completeWorkloads(f *Factory, ic idCompletion) cobra.CompletionFunc {
 			// completing, once with a "--" appended.)
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		if _, err := os.Stat(f.StatePath()); errors.Is(err, fs.ErrNotExist) {
+		if path, err := f.StatePath(); err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		} else if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			// Nothing recorded yet; completing must not create the database.
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

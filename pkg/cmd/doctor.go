@@ -29,6 +29,8 @@ type Check struct {
 	OK      bool   `json:"ok"`
 	Message string `json:"message"`
 	Fix     string `json:"fix,omitempty"`
+	// Warning marks a passed check with advice: it does not fail doctor.
+	Warning bool `json:"warning,omitempty"`
 }
 
 // DoctorOptions are the options of doctor.
@@ -49,7 +51,9 @@ func NewCmdDoctor(f *Factory, streams genericiooptions.IOStreams) *cobra.Command
 and server version, RBAC for every verb in the target namespace (SelfSubjectAccessReview),
 informer sync of deployments and jobs, the state database's integrity, schema version and file
 permissions, and runtime-ID prefixes in the database that no runtime profile knows.
-One line per check, ok or problem with the fix; exit code 0 only when every check passes.`,
+One line per check: ok, warning (advice with a fix; the check passes) or problem with the fix;
+exit code 0 only when every check passes. The state database's files are judged as every verb
+judges them before opening (see docs/config.md, "The state file").`,
 		Example: `  kubectl gobrave doctor
   kubectl gobrave doctor -n team-a --runtime k3s -o json`,
 		Args: cobra.NoArgs,
@@ -149,14 +153,17 @@ func (o *DoctorOptions) Run(ctx context.Context) error {
 		tw := printers.GetNewTabWriter(o.Out)
 		for _, c := range checks {
 			status := "ok"
-			if !c.OK {
+			switch {
+			case !c.OK:
 				status = "problem"
+			case c.Warning:
+				status = "warning"
 			}
 			line := fmt.Sprintf("%s\t%s\t%s", status, c.Check, c.Message)
 			if c.Fix != "" {
 				line += " (fix: " + c.Fix + ")"
 			}
-			fmt.Fprintln(tw, line)
+			fmt.Fprintln(tw, escapeTerminal(line))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -281,25 +288,19 @@ func (o *DoctorOptions) informerSync(ctx context.Context, client kubernetes.Inte
 
 // database checks the state database and counts records per runtime prefix.
 func (o *DoctorOptions) database(ctx context.Context) ([]Check, map[string]int) {
-	path := o.f.StatePath()
-	var out []Check
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+	path, err := o.f.StatePath()
+	if err != nil {
+		return []Check{{Check: "state database", Message: err.Error(), Fix: "set HOME or GOBRAVE_HOME, or pass --state-db"}}, nil
+	}
+	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
 		return []Check{{Check: "state database", OK: true, Message: path + " does not exist yet; the first create makes it"}}, map[string]int{}
 	}
-	perm := Check{Check: "database permissions"}
-	fi, ferr := os.Stat(path)
-	di, derr := os.Stat(filepath.Dir(path))
-	switch {
-	case ferr != nil || derr != nil:
-		perm.Message = errors.Join(ferr, derr).Error()
-	case fi.Mode().Perm()&0o077 != 0 || di.Mode().Perm()&0o077 != 0:
-		perm.Message = fmt.Sprintf("%s is %v and its folder %v: other users can read your workloads' specs", path, fi.Mode().Perm(), di.Mode().Perm())
-		perm.Fix = fmt.Sprintf("chmod 600 %s; chmod 700 %s", path, filepath.Dir(path))
-	default:
-		perm.OK, perm.Message = true, fmt.Sprintf("%s is %v, folder %v", path, fi.Mode().Perm(), di.Mode().Perm())
+	out := fileChecks(path)
+	for _, c := range out {
+		if !c.OK {
+			return out, nil // the store refuses it, for the reason already given
+		}
 	}
-	out = append(out, perm)
-
 	st, err := o.f.Store(ctx)
 	if err != nil {
 		return append(out, Check{Check: "state database", Message: err.Error(), Fix: "move the file aside or point --state-db elsewhere"}), nil
@@ -323,4 +324,48 @@ func (o *DoctorOptions) database(ctx context.Context) ([]Check, map[string]int) 
 		counts[w.Runtime]++
 	}
 	return out, counts
+}
+
+// fileChecks judges the state database's folder and files as store.Open
+// does: a folder, database, -wal or -shm that another user can change is a
+// problem (Open refuses it), and so is a file others can read. A folder
+// others can read is only a warning: the files' own modes keep them private.
+func fileChecks(path string) []Check {
+	dir := filepath.Dir(path)
+	folder := Check{Check: "state folder", OK: true}
+	files := Check{Check: "database permissions", OK: true}
+	var problems, fixes, judged []string
+	for _, fd := range store.CheckFiles(path) {
+		if fd.Path == dir {
+			fi, err := os.Stat(dir)
+			switch {
+			case fd.Problem != "":
+				folder.OK, folder.Message, folder.Fix = false, fd.Problem, fd.Fix
+			case err == nil && fi.Mode().Perm()&0o077 != 0:
+				folder.Warning = true
+				folder.Message = fmt.Sprintf("%s is %v: other users can list it, not read the database, whose own mode keeps it private", dir, fi.Mode().Perm())
+				folder.Fix = "chmod 700 " + dir
+			case err == nil:
+				folder.Message = fmt.Sprintf("%s is %v", dir, fi.Mode().Perm())
+			}
+			continue
+		}
+		if fd.Problem != "" {
+			problems, fixes = append(problems, fd.Problem), append(fixes, fd.Fix)
+			continue
+		}
+		if fi, err := os.Lstat(fd.Path); err == nil {
+			judged = append(judged, fmt.Sprintf("%s %v", filepath.Base(fd.Path), fi.Mode().Perm()))
+		}
+	}
+	if len(problems) > 0 {
+		files.OK, files.Message, files.Fix = false, strings.Join(problems, "; "), strings.Join(fixes, "; ")
+	} else {
+		files.Message = strings.Join(judged, ", ") + ", owned by you"
+	}
+	var out []Check
+	if folder.Message != "" {
+		out = append(out, folder)
+	}
+	return append(out, files)
 }

@@ -75,7 +75,7 @@ func (o *EventsOptions) Run(ctx context.Context) error {
 	tw := printers.GetNewTabWriter(o.Out)
 	fmt.Fprintln(tw, "TIME\tRUNTIME ID\tTYPE\tUID\tMESSAGE")
 	for _, e := range views {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format(time.RFC3339), e.RuntimeID, e.Type, orNone(e.UID), orNone(e.Message))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format(time.RFC3339), escapeTerminal(e.RuntimeID), escapeTerminal(e.Type), escapeTerminal(orNone(e.UID)), escapeTerminal(orNone(e.Message)))
 	}
 	return tw.Flush()
 }

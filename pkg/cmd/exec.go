@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
+	"os/signal"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -244,6 +247,9 @@ type execTTY struct {
 	in    int // file descriptor of stdin
 	size  int // file descriptor the window size is read from
 	state *term.State
+	// raise re-raises a signal after the terminal is restored; nil means
+	// raiseSignal (tests replace it).
+	raise func(os.Signal)
 }
 
 // setupTTY decides whether the command gets a TTY: -t needs -i and a
@@ -279,13 +285,45 @@ func terminalFd(s any) (int, bool) {
 	return fd, term.IsTerminal(fd)
 }
 
-// raw puts the terminal in raw mode and returns what restores it.
+// raw puts the terminal in raw mode and returns what restores it (the
+// caller defers it, so a panic of the exec restores it too). As kubectl's
+// TTY.Safe does, a signal that ends the process while the terminal is raw —
+// SIGHUP when the terminal goes away, SIGQUIT, SIGINT, SIGTERM — restores it
+// first; then SIGHUP and SIGQUIT do what they would have done (raise), and
+// SIGINT and SIGTERM go on cancelling the command through main.
 func (t *execTTY) raw() (func(), error) {
 	state, err := term.MakeRaw(t.in)
 	if err != nil {
 		return nil, err
 	}
-	return func() { _ = term.Restore(t.in, state) }, nil
+	var once sync.Once
+	restore := func() { once.Do(func() { _ = term.Restore(t.in, state) }) }
+	raise := t.raise
+	if raise == nil {
+		raise = raiseSignal
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, ttySignals...)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			restore()
+			if diesOf(s) {
+				signal.Stop(sigs)
+				raise(s)
+			}
+		case <-done:
+		}
+	}()
+	var stop sync.Once
+	return func() {
+		stop.Do(func() {
+			signal.Stop(sigs)
+			close(done)
+		})
+		restore()
+	}, nil
 }
 
 // sizes is a TerminalSizeQueue with the terminal's size now and after every

@@ -4,8 +4,17 @@ package cmd
 
 import (
 	"context"
+	"os"
 	"time"
 )
+
+// ttySignals end a process whose console is raw.
+var ttySignals = []os.Signal{os.Interrupt}
+
+// diesOf: Ctrl-C cancels the command through main.
+func diesOf(os.Signal) bool { return false }
+
+func raiseSignal(os.Signal) {}
 
 // resizeEvents has no SIGWINCH to wait for: it ticks every 250 ms (as kubectl
 // does on Windows) and the size is compared with the last one sent.

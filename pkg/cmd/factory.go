@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,7 +98,7 @@ func (f *Factory) Runtime() (string, error) {
 }
 
 // StatePath is the state database file in use.
-func (f *Factory) StatePath() string {
+func (f *Factory) StatePath() (string, error) {
 	return config.StatePath(f.StateDBFlag, f.Getenv, f.Home)
 }
 
@@ -108,7 +109,11 @@ func (f *Factory) Store(ctx context.Context) (*store.Store, error) {
 	if f.store != nil {
 		return f.store, nil
 	}
-	s, err := store.Open(ctx, f.StatePath())
+	path, err := f.StatePath()
+	if err != nil {
+		return nil, err
+	}
+	s, err := store.Open(ctx, path)
 	if err != nil {
 		return nil, err
 	}
@@ -234,16 +239,21 @@ func (f *Factory) warnings() io.Writer {
 	return f.Warnings
 }
 
-// flagsFor copies the kubeconfig flags with the context replaced.
+// flagsFor copies the kubeconfig flags with the context replaced. Every
+// exported field of ConfigFlags is copied (--proxy-url, --as-user-extra and
+// whatever cli-runtime adds next), so cli-runtime's own ToRawKubeConfigLoader
+// turns them into clientcmd overrides exactly as for kubectl. The value is
+// not copied whole: it holds mutexes and a cached client config of the
+// other context. TestFlagsForHonoursEveryConfigFlag fails when a field is
+// added without a check that it reaches the REST config.
 func (f *Factory) flagsFor(ctxName string) *genericclioptions.ConfigFlags {
-	src := f.ConfigFlags
 	dst := genericclioptions.NewConfigFlags(true)
-	dst.KubeConfig, dst.ClusterName, dst.AuthInfoName = src.KubeConfig, src.ClusterName, src.AuthInfoName
-	dst.Namespace, dst.APIServer, dst.TLSServerName = src.Namespace, src.APIServer, src.TLSServerName
-	dst.Insecure, dst.CertFile, dst.KeyFile, dst.CAFile = src.Insecure, src.CertFile, src.KeyFile, src.CAFile
-	dst.BearerToken, dst.Impersonate, dst.ImpersonateUID, dst.ImpersonateGroup = src.BearerToken, src.Impersonate, src.ImpersonateUID, src.ImpersonateGroup
-	dst.Username, dst.Password, dst.Timeout, dst.DisableCompression = src.Username, src.Password, src.Timeout, src.DisableCompression
-	dst.CacheDir = src.CacheDir
+	src, out := reflect.ValueOf(f.ConfigFlags).Elem(), reflect.ValueOf(dst).Elem()
+	for i := range src.NumField() {
+		if src.Type().Field(i).IsExported() {
+			out.Field(i).Set(src.Field(i))
+		}
+	}
 	dst.Context = &ctxName
 	return dst
 }

@@ -98,7 +98,7 @@ func (o *InspectOptions) Run(ctx context.Context) error {
 		if val == "" {
 			val = "<none>"
 		}
-		fmt.Fprintf(tw, "%s:\t%s\n", k, val)
+		fmt.Fprintf(tw, "%s:\t%s\n", k, escapeTerminal(val))
 	}
 	row("Runtime ID", v.RuntimeID)
 	row("Runtime", v.Runtime)

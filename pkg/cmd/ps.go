@@ -130,7 +130,7 @@ func (o *PsOptions) Run(ctx context.Context) error {
 		if color {
 			return stateColor(s)
 		}
-		return string(s)
+		return escapeTerminal(string(s))
 	}
 	tw := printers.GetNewTabWriter(o.Out)
 	if o.Output == "wide" {
@@ -140,11 +140,12 @@ func (o *PsOptions) Run(ctx context.Context) error {
 	}
 	for _, w := range ws {
 		if o.Output == "wide" {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", w.RuntimeID, w.Kind, state(w.State), age(w.CreatedAt, now),
-				w.Runtime, w.Namespace, w.Name, orNone(w.UID), age(w.UpdatedAt, now), orNone(w.Message))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", escapeTerminal(w.RuntimeID), escapeTerminal(w.Kind), state(w.State), age(w.CreatedAt, now),
+				escapeTerminal(w.Runtime), escapeTerminal(w.Namespace), escapeTerminal(w.Name), escapeTerminal(orNone(w.UID)),
+				age(w.UpdatedAt, now), escapeTerminal(orNone(w.Message)))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", w.RuntimeID, w.Kind, state(w.State), age(w.CreatedAt, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", escapeTerminal(w.RuntimeID), escapeTerminal(w.Kind), state(w.State), age(w.CreatedAt, now))
 	}
 	return tw.Flush()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/gobrave/kubectl-gobrave/pkg/config"
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 	"github.com/gobrave/kubectl-gobrave/pkg/spec"
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
 
 // Exit codes, documented in README.md and docs/output.md.
@@ -70,7 +71,8 @@ func ExitCode(err error) int {
 		// cancellations of monitors and waits inside are never returned.
 		return ExitInterrupted
 	case errors.Is(err, ErrUsage), errors.Is(err, runtimeid.ErrInvalid),
-		errors.Is(err, spec.ErrInvalid), errors.Is(err, config.ErrInvalid):
+		errors.Is(err, spec.ErrInvalid), errors.Is(err, config.ErrInvalid),
+		errors.Is(err, store.ErrUnsafe), errors.Is(err, config.ErrNoHome):
 		return ExitInvalid
 	case strings.HasPrefix(err.Error(), "unknown command "):
 		// cobra's own error for a verb that does not exist.
@@ -87,7 +89,9 @@ func FormatError(err error) string {
 	}
 	msg = strings.ReplaceAll(msg, ErrUsage.Error()+" ", "")
 	// errors.Join separates with newlines; keep the contract of one line.
-	return strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
+	// Server errors quote text from the cluster: escape control characters
+	// so that the line cannot drive the terminal (see escapeTerminal).
+	return escapeTerminal(strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " "))
 }
 
 // NewCmdRoot builds the kubectl gobrave command tree.

@@ -63,7 +63,7 @@ func (p *progress) update(format string, a ...any) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, "\r\x1b[K%s (%s)", fmt.Sprintf(format, a...), time.Since(p.start).Truncate(time.Second))
+	fmt.Fprintf(p.w, "\r\x1b[K%s (%s)", escapeTerminal(fmt.Sprintf(format, a...)), time.Since(p.start).Truncate(time.Second))
 	p.printed = true
 }
 

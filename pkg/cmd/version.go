@@ -77,9 +77,9 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(o.Out, "Client Version: %s\nGit Commit: %s\nGo Version: %s\nPlatform: %s\n", info.Version, info.GitCommit, info.GoVersion, info.Platform)
 	if info.ServerVersion != "" {
-		fmt.Fprintf(o.Out, "Server Version: %s\n", info.ServerVersion)
+		fmt.Fprintf(o.Out, "Server Version: %s\n", escapeTerminal(info.ServerVersion))
 	} else if !o.Client {
-		fmt.Fprintf(o.ErrOut, "warning: server version unavailable: %s\n", info.ServerError)
+		fmt.Fprintf(o.ErrOut, "warning: server version unavailable: %s\n", escapeTerminal(info.ServerError))
 	}
 	return nil
 }

@@ -125,20 +125,30 @@ func ConfigPath(flag string, getenv func(string) string, home string) (path stri
 	return filepath.Join(home, ".config", "gobrave", "config.yaml"), false
 }
 
+// ErrNoHome is returned when the state database would have to be found under
+// the home folder and the home folder is unknown or not an absolute path: a
+// path relative to wherever the command runs would silently split the
+// records (or pick up a file planted there).
+var ErrNoHome = errors.New("no home folder for the state database")
+
 // StatePath resolves the state database: the --state-db flag, then
 // $GOBRAVE_HOME/state.db, then $XDG_DATA_HOME/gobrave/state.db, then
-// home/.local/share/gobrave/state.db.
-func StatePath(flag string, getenv func(string) string, home string) string {
+// home/.local/share/gobrave/state.db. It returns an error wrapping ErrNoHome
+// when it comes to home and home is empty or relative.
+func StatePath(flag string, getenv func(string) string, home string) (string, error) {
 	if flag != "" {
-		return flag
+		return flag, nil
 	}
 	if h := getenv(EnvHome); h != "" {
-		return filepath.Join(h, "state.db")
+		return filepath.Join(h, "state.db"), nil
 	}
 	if xdg := getenv(EnvXDGDataHome); filepath.IsAbs(xdg) {
-		return filepath.Join(xdg, "gobrave", "state.db")
+		return filepath.Join(xdg, "gobrave", "state.db"), nil
 	}
-	return filepath.Join(home, ".local", "share", "gobrave", "state.db")
+	if !filepath.IsAbs(home) {
+		return "", fmt.Errorf("%w: $HOME is %q, not an absolute path (set HOME or GOBRAVE_HOME, or pass --state-db)", ErrNoHome, home)
+	}
+	return filepath.Join(home, ".local", "share", "gobrave", "state.db"), nil
 }
 
 // LoadOrDefault loads path; when the file does not exist it returns

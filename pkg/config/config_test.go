@@ -252,10 +252,21 @@ func TestStatePath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := StatePath(tt.flag, env(tt.env), "/home/u"); got != tt.want {
-				t.Errorf("StatePath() = %q, want %q", got, tt.want)
+			if got, err := StatePath(tt.flag, env(tt.env), "/home/u"); got != tt.want || err != nil {
+				t.Errorf("StatePath() = %q, %v; want %q", got, err, tt.want)
 			}
 		})
+	}
+	// Without an absolute home, only an explicit place will do: never a
+	// path relative to the working folder.
+	for _, home := range []string{"", "relative/home", "."} {
+		got, err := StatePath("", env(nil), home)
+		if !errors.Is(err, ErrNoHome) || got != "" || !strings.Contains(err.Error(), "GOBRAVE_HOME") {
+			t.Errorf("StatePath with home %q = %q, %v; want ErrNoHome saying what to set", home, got, err)
+		}
+		if got, err := StatePath("", env(map[string]string{EnvHome: "/gb"}), home); got != "/gb/state.db" || err != nil {
+			t.Errorf("StatePath with GOBRAVE_HOME and home %q = %q, %v", home, got, err)
+		}
 	}
 }
 

@@ -95,6 +95,9 @@ func open(ctx context.Context, path string, w waits) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create the state database folder: %w (fix its permissions or point --state-db elsewhere)", err)
 	}
+	if err := unsafeError(CheckFiles(path)); err != nil {
+		return nil, err
+	}
 	if err := precheck(path); err != nil {
 		return nil, err
 	}
@@ -148,16 +151,26 @@ func (s *Store) migrateRetrying(ctx context.Context) error {
 
 // precheck creates the file with mode 0600 when missing, and refuses what
 // cannot be opened for writing or is plainly not an SQLite database, naming
-// the file; SQLite's own errors on such files are less helpful.
+// the file; SQLite's own errors on such files are less helpful. It opens
+// with O_NOFOLLOW and judges the open file (fstat), so a link or a foreign
+// file put there after CheckFiles ran is refused too.
 func precheck(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|noFollow, 0o600)
 	if err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return unsafeError([]Finding{judgeFile(path, fi)})
+		}
 		if errors.Is(err, fs.ErrPermission) {
 			return fmt.Errorf("state database %s is not writable: %w (fix its permissions or point --state-db elsewhere)", path, err)
 		}
 		return fmt.Errorf("open state database %s: %w (point --state-db elsewhere)", path, err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && hasOwners {
+		if err := unsafeError([]Finding{judgeFile(path, fi)}); err != nil {
+			return err
+		}
+	}
 	header := make([]byte, 100)
 	n, err := io.ReadFull(f, header)
 	switch {
