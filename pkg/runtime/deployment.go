@@ -39,6 +39,10 @@ func (deploymentKind) Build(s spec.ContainerSpec, meta metav1.ObjectMeta, tmpl c
 	// never a job's pods of the same name. The Deployment's own selector
 	// stays gobrave-workload (immutable, and older deployments have it).
 	tmpl.Labels[LabelKind] = runtimeid.KindDeployment
+	deadline, err := s.ProgressDeadlineSeconds()
+	if err != nil {
+		return Objects{}, err
+	}
 	objs := Objects{Deployment: &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: meta,
@@ -48,6 +52,9 @@ func (deploymentKind) Build(s spec.ContainerSpec, meta metav1.ObjectMeta, tmpl c
 			Template: tmpl,
 		},
 	}}
+	if deadline > 0 {
+		objs.Deployment.Spec.ProgressDeadlineSeconds = &deadline
+	}
 	if s.ExposeService && s.ExposedPort > 0 {
 		svcMeta := objectMeta(s, meta.Namespace)
 		svcMeta.Name = ServiceName(s.Name)
