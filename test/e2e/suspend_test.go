@@ -5,12 +5,14 @@ package e2e
 // own ProgressDeadlineExceeded and the real scheduler.
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // waitNoPods waits until no pod matches selector in ns (a suspended job's pods are deleted by
@@ -206,7 +208,13 @@ func TestProgressDeadline(t *testing.T) {
 	// The cause goes (a node gets the label); restart rolls out pods that run.
 	node := schedulableNode(t)
 	kubectlOK(t, "label", "node", node, key+"=yes")
-	t.Cleanup(func() { kubectl(t, "label", "node", node, key+"-") })
+	t.Cleanup(func() {
+		// The test's context is done by now: remove the label with one of its own.
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, key)
+		if _, err := client(t).CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Errorf("remove the label %s from node %s: %v", key, node, err)
+		}
+	})
 	r = runOK(t, "restart", id, "--wait", "--timeout", "2m")
 	if want := fmt.Sprintf("deployment.apps/web restarted (%s)\n", id); r.stdout != want {
 		t.Errorf("restart printed %q, want %q", r.stdout, want)
