@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 )
 
 // waitNoPods waits until no pod matches selector in ns (a suspended job's pods are deleted by
@@ -211,7 +211,7 @@ func TestProgressDeadline(t *testing.T) {
 	t.Cleanup(func() {
 		// The test's context is done by now: remove the label with one of its own.
 		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, key)
-		if _, err := client(t).CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		if _, err := client(t).CoreV1().Nodes().Patch(context.Background(), node, k8stypes.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Errorf("remove the label %s from node %s: %v", key, node, err)
 		}
 	})
