@@ -198,7 +198,7 @@ func (jobKind) Pause(ctx context.Context, c kubernetes.Interface, id runtimeid.I
 // setSuspend sets the job's spec.suspend, retrying on conflict. uid, when
 // set, is the job it must be.
 func setSuspend(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, uid types.UID, suspend bool) error {
-	verb := "resume"
+	verb := "unsuspend"
 	if suspend {
 		verb = "pause"
 	}
@@ -211,8 +211,10 @@ func setSuspend(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, ui
 		switch {
 		case uid != "" && j.UID != uid:
 			return fmt.Errorf("the job %w: another job of the name has uid %s", ErrGone, j.UID)
-		case j.DeletionTimestamp != nil:
+		case j.DeletionTimestamp != nil && suspend:
 			return fmt.Errorf("%w: the job is being deleted", errNothingToPause)
+		case j.DeletionTimestamp != nil:
+			return fmt.Errorf("the job is being deleted: start it again once it is gone, to run it anew")
 		case suspend && jobFinished(j):
 			return fmt.Errorf("%w: the job has finished (start runs it again)", errNothingToPause)
 		case j.Spec.Suspend != nil && *j.Spec.Suspend == suspend:
@@ -222,10 +224,10 @@ func setSuspend(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, ui
 		_, err = jobs.Update(ctx, j, metav1.UpdateOptions{})
 		return err
 	})
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err != nil {
 		return fmt.Errorf("%s %s: %w", verb, id, err)
 	}
-	return err
+	return nil
 }
 
 // PauseExpect: a job's pause is its suspension.

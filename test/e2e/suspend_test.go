@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
@@ -60,8 +61,10 @@ func TestSuspendedJob(t *testing.T) {
 	runOK(t, "wait", id, "--for=started", "--timeout", "2m")
 	uid := jobUID(t, ns, "slow")
 
+	patched := time.Now()
 	kubectlOK(t, "patch", "job", "slow", "-n", ns, "--type", "merge", "-p", `{"spec":{"suspend":true}}`)
 	r := runOK(t, "wait", id, "--for=paused", "--timeout", "2m")
+	t.Logf("recorded paused %s after kubectl patch began", time.Since(patched).Round(time.Millisecond))
 	if want := "job.batch/slow condition met (paused)\n"; r.stdout != want {
 		t.Errorf("wait --for=paused printed %q, want %q", r.stdout, want)
 	}
@@ -74,7 +77,10 @@ func TestSuspendedJob(t *testing.T) {
 		t.Errorf("ps --state paused: %+v, want %s alone", ws, id)
 	}
 
+	patched = time.Now()
 	kubectlOK(t, "patch", "job", "slow", "-n", ns, "--type", "merge", "-p", `{"spec":{"suspend":false}}`)
+	runOK(t, "wait", id, "--for=started", "--timeout", "2m")
+	t.Logf("recorded running again %s after kubectl patch began", time.Since(patched).Round(time.Millisecond))
 	runOK(t, "wait", id, "--for=exited", "--timeout", "2m")
 	if w := record(t, id); w.State != "exited" || w.Message != "0" || w.UID != uid {
 		t.Errorf("unsuspended job: record state=%s message=%q uid=%s, want exited, \"0\", %s", w.State, w.Message, w.UID, uid)
