@@ -528,12 +528,27 @@ func deploymentSettled(d *appsv1.Deployment) bool {
 	return d.Status.Replicas == want && d.Status.ReadyReplicas == want
 }
 
-// jobSettled reports whether a job is finished, or is a held job whose pod runs.
+// jobSettled reports whether a job is finished, suspended (pause), or is a held job whose pod
+// runs.
 func jobSettled(j *batchv1.Job) bool {
 	if j.DeletionTimestamp != nil {
 		return false
 	}
-	return jobFinished(j) != "" || (j.Spec.Template.Labels[labelHold] != "" && jobRunning(j))
+	return jobFinished(j) != "" || jobSuspended(j) || (j.Spec.Template.Labels[labelHold] != "" && jobRunning(j))
+}
+
+// jobSuspended reports whether the job controller has suspended a job asked to suspend: its
+// Suspended condition is true and no pod is active.
+func jobSuspended(j *batchv1.Job) bool {
+	if j.Spec.Suspend == nil || !*j.Spec.Suspend || j.Status.Active > 0 {
+		return false
+	}
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobSuspended && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 // jobFinished is "Complete" or "Failed" for a finished job, else "".
@@ -1725,6 +1740,9 @@ func TestRecordRandomWalk(t *testing.T) {
 			wantOf[id] = []string{"failed"}
 		default:
 			wantOf[id] = []string{"running"}
+			if jobSuspended(j) {
+				wantOf[id] = []string{"paused"}
+			}
 		}
 	}
 
