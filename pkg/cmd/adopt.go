@@ -188,6 +188,8 @@ func (a adoptee) state() store.State {
 		return store.StateExited
 	case store.ContainerFailed:
 		return store.StateFailed
+	case store.ContainerPaused:
+		return store.StatePaused
 	}
 	return store.StateStarting
 }

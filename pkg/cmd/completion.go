@@ -52,6 +52,9 @@ var idVerbs = map[string]idCompletion{
 	verbStop.name:   {},
 	verbPause.name:  {},
 	verbResume.name: {},
+	// restart runs a finished or stopped job again, restarts an exited
+	// deployment.
+	verbRestart.name: {terminal: []store.State{store.StateExited, store.StateFailed, store.StateDeleted}},
 	// A deleted record has nothing left to delete.
 	verbDelete.name: {terminal: []store.State{store.StateExited, store.StateFailed}},
 	"logs":          {single: true},

@@ -90,6 +90,7 @@ func TestCompleteIDs(t *testing.T) {
 		{"stop: non-terminal only", []string{"stop", ""}, nonTerminal, dirIDs},
 		{"pause", []string{"pause", ""}, nonTerminal, dirIDs},
 		{"resume", []string{"resume", ""}, nonTerminal, dirIDs},
+		{"restart: terminal ones after", []string{"restart", ""}, cat(nonTerminal, deleted, exited), dirIDs},
 		{"events", []string{"events", ""}, nonTerminal, dirIDs},
 		{"monitor", []string{"monitor", ""}, nonTerminal, dirIDs},
 		{"wait", []string{"wait", "--for=started", ""}, nonTerminal, dirIDs},
@@ -105,7 +106,7 @@ func TestCompleteIDs(t *testing.T) {
 		{"one-ID verb: nothing after the ID", []string{"logs", "task", ""}, nil, dirNoFile},
 		{"exec: nothing for the command", []string{"exec", "task", "--", ""}, nil, dirNoFile},
 		{"exec: nothing for its arguments", []string{"exec", "task", "--", "ls", ""}, nil, dirNoFile},
-		{"wait --for", []string{"wait", "--for", ""}, []string{"started", "exited", "failed", "deleted", "terminal"}, dirNoFile},
+		{"wait --for", []string{"wait", "--for", ""}, []string{"started", "exited", "paused", "failed", "deleted", "terminal"}, dirNoFile},
 		{"--runtime", []string{"stop", "--runtime", ""}, []string{"k8s", "k3s"}, dirNoFile},
 	}
 	for _, tt := range tests {

@@ -39,6 +39,7 @@ type specFlags struct {
 	Labels      []string
 	PullPolicy  string
 	Constraints []string
+	Deadline    durationText
 }
 
 func (s *specFlags) addFlags(fs *pflag.FlagSet) {
@@ -61,6 +62,7 @@ func (s *specFlags) addFlags(fs *pflag.FlagSet) {
 	fs.Lookup("expose").NoOptDefVal = "true"
 	fs.StringArrayVarP(&s.Labels, "label", "l", s.Labels, "Label KEY=VALUE for the workload, its pods and service (repeatable)")
 	fs.StringVar(&s.PullPolicy, "pull-policy", s.PullPolicy, "Image pull policy: Always or IfNotPresent (default IfNotPresent; Never is refused)")
+	fs.Var(&s.Deadline, "progress-deadline", "How long (whole seconds, e.g. 90s or 10m) a service's rollout may make no progress before it fails with ProgressDeadlineExceeded (deployments only; default 600s)")
 	fs.StringArrayVar(&s.Constraints, "node-constraint", s.Constraints, "Node affinity 'KEY OP [V1,V2]', OP one of In, NotIn, Exists, DoesNotExist, Gt, Lt; KEY hostname means kubernetes.io/hostname (repeatable)")
 }
 
@@ -98,6 +100,7 @@ func (s *specFlags) build(name string, command []string) (spec.ContainerSpec, er
 	if s.AllowUnsafe {
 		cs.AllowUnsafeHostPath = true
 	}
+	set(&cs.ProgressDeadline, string(s.Deadline))
 	if s.Memory != "" {
 		cs.Memory = spec.Quantity(s.Memory)
 	}
@@ -190,6 +193,14 @@ func (b *optionalBool) Set(s string) error {
 	b.set, b.value = true, v
 	return nil
 }
+
+// durationText is a duration flag kept as written: the spec validates it
+// (positive, whole seconds) with the same message as in a spec file.
+type durationText string
+
+func (d *durationText) String() string     { return string(*d) }
+func (d *durationText) Type() string       { return "duration" }
+func (d *durationText) Set(s string) error { *d = durationText(s); return nil }
 
 // CreateOptions are the options of create.
 type CreateOptions struct {

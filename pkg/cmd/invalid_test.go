@@ -78,6 +78,12 @@ func TestInvalidInput(t *testing.T) {
 		{name: "version -o xml", args: []string{"version", "-o", "xml"}, wantErr: `"xml"`},
 		{name: "monitor -o yaml", args: []string{"monitor", "web", "-o", "yaml"}, wantErr: `"yaml"`},
 		{name: "recover -o yaml", args: []string{"recover", "-o", "yaml"}, wantErr: `"yaml"`},
+		{name: "progress deadline not a duration", args: []string{"run", "web", "--image", "nginx", "--progress-deadline", "soon"}, wantErr: `progressDeadline "soon": not a duration`},
+		{name: "progress deadline fraction", args: []string{"create", "web", "--image", "nginx", "--progress-deadline", "2.5s"}, wantErr: `progressDeadline "2.5s": must be whole seconds, such as 3s`},
+		{name: "progress deadline zero", args: []string{"create", "web", "--image", "nginx", "--progress-deadline", "0s"}, wantErr: `progressDeadline "0s": must be positive`},
+		{name: "progress deadline of a job", args: []string{"create", "t", "--image", "nginx", "--kind", "job", "--progress-deadline", "30s"}, wantErr: `only a deployment has a progress deadline`},
+		{name: "restart without ID", args: []string{"restart"}, wantErr: "restart needs at least one ID"},
+		{name: "wait for a bad condition", args: []string{"wait", "web", "--for=suspended"}, wantErr: `--for "suspended": use started, exited, paused, failed, deleted or terminal`},
 		{name: "create -o table", args: []string{"create", "web", "--image", "nginx", "-o", "table"}, wantErr: `"table"`},
 
 		// the container spec from flags

@@ -44,16 +44,33 @@ foreground propagation (its spec stays in the state database, so 'start' runs it
 		event: store.StopRequested, past: "stopped", waitFor: ConditionExited,
 	}
 	verbPause = verb{
-		name: "pause", short: "Pause workloads (the same as stop)",
-		long:    `Pause one or more workloads. As the specification says, pause is stop: a deployment is scaled to 0 and a job is deleted.`,
-		example: `  kubectl gobrave pause web --wait`,
-		event:   store.PauseRequested, past: "paused", waitFor: ConditionExited,
+		name: "pause", short: "Pause workloads: suspend a job (its pods go, the job stays); scale a deployment to 0",
+		long: `Pause one or more workloads. A job is suspended (spec.suspend): the job controller removes its
+pods and keeps the job and its completions, and the record is paused until resume (or an
+unsuspend from outside) runs it again. A finished job, or one being deleted, has nothing to pause.
+A deployment has no suspension: its pause is its stop, scaled to 0 (exited).
+--wait blocks until each is paused (a deployment: exited).`,
+		example: `  kubectl gobrave pause job/import --wait
+  kubectl gobrave pause web`,
+		event: store.PauseRequested, past: "paused", waitFor: ConditionPaused,
 	}
 	verbResume = verb{
-		name: "resume", short: "Resume paused workloads (the same as start)",
-		long:    `Resume one or more workloads. As the specification says, resume is start.`,
-		example: `  kubectl gobrave resume web --wait`,
+		name: "resume", short: "Resume paused workloads: unsuspend a job; scale a deployment to 1 (the same as start)",
+		long: `Resume one or more workloads: the same as start. A suspended job is unsuspended (the same job,
+its completions kept); a deployment is scaled to 1. --wait blocks until each has started.`,
+		example: `  kubectl gobrave resume job/import --wait`,
 		event:   store.ResumeRequested, past: "resumed", waitFor: ConditionStarted,
+	}
+	verbRestart = verb{
+		name: "restart", short: "Restart workloads: a rollout restart of a deployment; a fresh run of a job",
+		long: `Restart one or more workloads. A deployment gets a rollout restart, as 'kubectl rollout restart'
+does it (the pod template's kubectl.kubernetes.io/restartedAt annotation: new pods from the same
+template, and a new progress deadline after ProgressDeadlineExceeded), and is scaled to 1. A job is
+deleted, whatever its state, and created again from the spec kept in the state database: a fresh
+run with a new UID. --wait blocks until each has started (a job that ran to exit code 0 counts).`,
+		example: `  kubectl gobrave restart web --wait
+  kubectl gobrave restart job/import`,
+		event: store.RestartRequested, past: "restarted", waitFor: ConditionStarted,
 	}
 	verbDelete = verb{
 		name: "delete", aliases: []string{"rm"}, short: "Delete workloads and their Service; their records and history stay",
@@ -66,7 +83,7 @@ foreground propagation (its spec stays in the state database, so 'start' runs it
 	}
 )
 
-// LifecycleOptions are the options of start, stop, pause, resume and delete.
+// LifecycleOptions are the options of start, stop, pause, resume, restart and delete.
 type LifecycleOptions struct {
 	genericiooptions.IOStreams
 	f       *Factory

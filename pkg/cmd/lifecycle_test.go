@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -326,4 +328,95 @@ func TestIDForms(t *testing.T) {
 			t.Errorf("k8s web: %d replicas, want 1 (untouched)", got)
 		}
 	})
+}
+
+// TestLifecyclePauseJob: pause suspends the job and keeps it; --wait ends
+// when the job controller has suspended it (paused); resume unsuspends the
+// same job.
+func TestLifecyclePauseJob(t *testing.T) {
+	h := newHarness(t)
+	seedWebTask(t, h)
+	first, err := h.job("", "default", "task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := h.runAsync(t.Context(), "pause", "job/task", "--wait", "--timeout=30s")
+	eventually(t, "the job suspended", func() bool {
+		j, err := h.job("", "default", "task")
+		return err == nil && j.Spec.Suspend != nil && *j.Spec.Suspend
+	})
+	eventually(t, "the monitor's watch of jobs", func() bool { return h.clusters[""].watching("jobs") })
+	// The job controller's part: the pods go, the Suspended condition.
+	setJobStatus(t, h, "default", "task", batchv1.JobStatus{Conditions: []batchv1.JobCondition{
+		{Type: batchv1.JobSuspended, Status: corev1.ConditionTrue, Reason: "JobSuspended", Message: "Job suspended"}}})
+	r := await(t, ch)
+	checkExit(t, r, 0, "")
+	if diff := cmp.Diff("job.batch/task paused ("+taskID+")\n", r.stdout); diff != "" {
+		t.Errorf("stdout (-want +got):\n%s", diff)
+	}
+	if got := h.state(taskID); got != "paused" {
+		t.Errorf("state %q, want paused", got)
+	}
+	j, err := h.job("", "default", "task")
+	if err != nil || j.UID != first.UID {
+		t.Fatalf("pause did not keep the job: %v", err)
+	}
+
+	checkExit(t, h.run("resume", "task"), 0, "")
+	j, _ = h.job("", "default", "task")
+	if j.UID != first.UID || *j.Spec.Suspend {
+		t.Errorf("resume: job uid %s suspend %v; want %s unsuspended", j.UID, *j.Spec.Suspend, first.UID)
+	}
+	want := []string{
+		"Created: create job.batch/task",
+		"PauseRequested: suspend the job (its pods are removed, the job and its completions kept)",
+		"ContainerPaused: suspended",
+		"ResumeRequested: unsuspend the job (its completions are kept)",
+	}
+	if diff := cmp.Diff(want, h.history(taskID)); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
+	}
+	if got := h.state(taskID); got != "starting" {
+		t.Errorf("state %q, want starting", got)
+	}
+}
+
+// TestLifecycleRestart: restart of a job makes a new one from the recorded
+// spec; of a deployment, a rollout restart that scales it to 1.
+func TestLifecycleRestart(t *testing.T) {
+	h := newHarness(t)
+	seedWebTask(t, h)
+	first, _ := h.job("", "default", "task")
+	setJobStatus(t, h, "default", "task", jobComplete)
+	r := h.run("restart", "task", "web")
+	checkExit(t, r, 0, "")
+	if diff := cmp.Diff("job.batch/task restarted ("+taskID+")\ndeployment.apps/web restarted ("+webID+")\n", r.stdout); diff != "" {
+		t.Errorf("stdout (-want +got):\n%s", diff)
+	}
+	again, err := h.job("", "default", "task")
+	if err != nil || again.UID == first.UID {
+		t.Fatalf("restart did not run the job anew: %v", err)
+	}
+	if got := h.workload(taskID).UID; got != string(again.UID) {
+		t.Errorf("recorded UID %q, want the new job's %q", got, again.UID)
+	}
+	d, err := h.deployment("", "default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] == "" || *d.Spec.Replicas != 1 {
+		t.Errorf("deployment after restart: annotations %v replicas %d", d.Spec.Template.Annotations, *d.Spec.Replicas)
+	}
+	for id, want := range map[string]string{
+		taskID: "RestartRequested: delete the job and run it again from the recorded spec",
+		webID:  "RestartRequested: rollout restart (new pods from the same template), scale to 1",
+	} {
+		hist := h.history(id)
+		if got := hist[len(hist)-1]; got != want {
+			t.Errorf("%s: last event %q, want %q", id, got, want)
+		}
+		if got := h.state(id); got != "starting" {
+			t.Errorf("%s: state %q, want starting", id, got)
+		}
+	}
 }

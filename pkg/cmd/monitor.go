@@ -158,12 +158,14 @@ func NewCmdWait(f *Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	}
 	cmd := &cobra.Command{
 		Use:   "wait ID... --for=" + strings.Join(names, "|"),
-		Short: "Wait until workloads have started, exited, failed, been deleted or reached any terminal state",
+		Short: "Wait until workloads have started, exited, paused, failed, been deleted or reached any terminal state",
 		Long: `Wait until every ID meets the condition, under one overall --timeout. Exit code 0 when all do;
 1 on timeout, naming those that did not; 1 at once when an ID reaches a different terminal state
 (waiting for started and it failed). A job that finished with exit code 0 counts as started.
 --for=deleted waits, like 'kubectl wait --for=delete', until the object is gone from the cluster
-(finalizers and all), not only until the record says deleted.`,
+(finalizers and all), not only until the record says deleted.
+paused is met by a suspended job (state paused) and by a deployment that pause scaled to 0
+(exited); paused is not terminal, so a paused job is still waited on for started or exited.`,
 		Example: `  kubectl gobrave wait web --for=started --timeout=2m
   kubectl gobrave wait job/a job/b job/c --for=exited --timeout=10m`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -189,7 +191,7 @@ func (o *WaitOptions) Validate() error {
 		ok = ok || string(c) == o.For
 	}
 	if !ok {
-		return usageErrorf("--for %q: use started, exited, failed, deleted or terminal", o.For)
+		return usageErrorf("--for %q: use started, exited, paused, failed, deleted or terminal", o.For)
 	}
 	if o.Timeout <= 0 {
 		return usageErrorf("--timeout %s must be positive", o.Timeout)

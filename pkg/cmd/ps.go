@@ -51,13 +51,13 @@ reconcile pass against the cluster first (like 'recover --once').`,
 	}
 	cmd.Flags().BoolVarP(&o.All, "all", "a", o.All, "Include terminal workloads (exited, failed, deleted)")
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "List every namespace (the default unless -n is given)")
-	cmd.Flags().StringSliceVar(&o.States, "state", o.States, "Only these states: created, starting, running, stopping, exited, failed, deleted")
+	cmd.Flags().StringSliceVar(&o.States, "state", o.States, "Only these states: created, starting, running, paused, stopping, exited, failed, deleted")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: wide, json, yaml or name")
 	cmd.Flags().BoolVar(&o.Refresh, "refresh", o.Refresh, "Reconcile with the cluster before listing")
 	return cmd
 }
 
-var allStates = []store.State{store.StateCreated, store.StateStarting, store.StateRunning, store.StateStopping, store.StateExited, store.StateFailed, store.StateDeleted}
+var allStates = []store.State{store.StateCreated, store.StateStarting, store.StateRunning, store.StatePaused, store.StateStopping, store.StateExited, store.StateFailed, store.StateDeleted}
 
 // Validate checks flags without I/O.
 func (o *PsOptions) Validate() error {
@@ -70,7 +70,7 @@ func (o *PsOptions) Validate() error {
 			ok = ok || string(known) == s
 		}
 		if !ok {
-			return usageErrorf("--state %q is not a state (use created, starting, running, stopping, exited, failed or deleted)", s)
+			return usageErrorf("--state %q is not a state (use created, starting, running, paused, stopping, exited, failed or deleted)", s)
 		}
 	}
 	if o.f.RuntimeFlag != "" && !runtimeid.IsRuntime(o.f.RuntimeFlag) {

@@ -153,6 +153,7 @@ Exit codes: 0 success; 1 an API or runtime error (or a wait that timed out);
 		NewCmdLifecycle(f, streams, verbStop),
 		NewCmdLifecycle(f, streams, verbPause),
 		NewCmdLifecycle(f, streams, verbResume),
+		NewCmdLifecycle(f, streams, verbRestart),
 		NewCmdLifecycle(f, streams, verbDelete),
 		NewCmdLogs(f, streams),
 		NewCmdExec(f, streams),

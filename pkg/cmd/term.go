@@ -34,7 +34,7 @@ func stateColor(s store.State) string {
 		code = "32" // green
 	case store.StateFailed:
 		code = "31" // red
-	case store.StateStarting, store.StateStopping, store.StateCreated:
+	case store.StateStarting, store.StateStopping, store.StateCreated, store.StatePaused:
 		code = "33" // yellow
 	case store.StateExited, store.StateDeleted:
 		code = "90" // grey

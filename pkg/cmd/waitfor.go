@@ -27,13 +27,14 @@ type Condition string
 const (
 	ConditionStarted  Condition = "started"
 	ConditionExited   Condition = "exited"
+	ConditionPaused   Condition = "paused"
 	ConditionFailed   Condition = "failed"
 	ConditionDeleted  Condition = "deleted"
 	ConditionTerminal Condition = "terminal"
 )
 
 // Conditions lists the valid --for values.
-var Conditions = []Condition{ConditionStarted, ConditionExited, ConditionFailed, ConditionDeleted, ConditionTerminal}
+var Conditions = []Condition{ConditionStarted, ConditionExited, ConditionPaused, ConditionFailed, ConditionDeleted, ConditionTerminal}
 
 // check tells whether w meets c (ok) or can no longer meet it (impossible).
 func (c Condition) check(w store.Workload) (ok, impossible bool) {
@@ -53,6 +54,16 @@ func (c Condition) check(w store.Workload) (ok, impossible bool) {
 		case store.StateExited:
 			return true, false
 		case store.StateFailed, store.StateDeleted:
+			return false, true
+		}
+	case ConditionPaused:
+		switch {
+		case w.State == store.StatePaused:
+			return true, false
+		case w.State == store.StateExited && w.Request == store.PauseRequested:
+			// A kind whose pause is its stop (a deployment scaled to 0).
+			return true, false
+		case w.State.Terminal():
 			return false, true
 		}
 	case ConditionFailed:

@@ -16,6 +16,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -82,6 +83,7 @@ func newCluster() *cluster {
 	c.PrependReactor("delete", "*", c.delete)
 	c.PrependReactor("get", "deployments", c.getScale)
 	c.PrependReactor("update", "deployments", c.updateScale)
+	c.PrependReactor("update", "deployments", c.updateDeployment)
 	return c
 }
 
@@ -238,6 +240,44 @@ func (c *cluster) updateScale(a k8stesting.Action) (bool, k8sruntime.Object, err
 	return true, scaleOf(d), nil
 }
 
+// updateDeployment raises the generation when the spec changes (a rollout
+// restart's template annotation), as the API server does.
+func (c *cluster) updateDeployment(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+	if a.GetSubresource() != "" {
+		return false, nil, nil
+	}
+	d := a.(k8stesting.UpdateAction).GetObject().(*appsv1.Deployment).DeepCopy()
+	obj, err := c.Tracker().Get(deploymentsGVR, a.GetNamespace(), d.Name)
+	if err != nil {
+		return true, nil, err
+	}
+	old := obj.(*appsv1.Deployment)
+	if old.UID != d.UID || old.ResourceVersion != d.ResourceVersion {
+		return true, nil, apierrors.NewConflict(deploymentsGVR.GroupResource(), d.Name, fmt.Errorf("the object has been modified"))
+	}
+	d.Generation = old.Generation
+	if !equality.Semantic.DeepEqual(old.Spec, d.Spec) {
+		d.Generation++
+	}
+	d.Status = old.Status
+	if err := c.Tracker().Update(deploymentsGVR, d, d.Namespace); err != nil {
+		return true, nil, err
+	}
+	got, err := c.Tracker().Get(deploymentsGVR, d.Namespace, d.Name)
+	return true, got, err
+}
+
+// suspend sets a job's spec.suspend from outside gobrave (kubectl patch,
+// Kueue); false when there is no job or nothing changed.
+func (c *cluster) suspend(name string, suspend bool) (bool, error) {
+	j := c.job(name)
+	if j == nil || (j.Spec.Suspend != nil && *j.Spec.Suspend == suspend) {
+		return false, nil
+	}
+	j.Spec.Suspend = &suspend
+	return true, c.Tracker().Update(jobsGVR, j, namespace)
+}
+
 func scaleOf(d *appsv1.Deployment) *autoscalingv1.Scale {
 	return &autoscalingv1.Scale{
 		ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: d.Namespace, UID: d.UID, ResourceVersion: d.ResourceVersion},
@@ -328,7 +368,24 @@ func (c *cluster) stepJob(name string, finish bool, opts stepOptions) (bool, err
 		return false, nil
 	}
 	st := &j.Status
-	one := int32(1)
+	one, zero := int32(1), int32(0)
+	suspend := j.Spec.Suspend != nil && *j.Spec.Suspend
+	suspended := jobCondition(j, batchv1.JobSuspended)
+	switch {
+	case suspend && !suspended:
+		// The job controller suspends it: its pods go, its start time too.
+		st.Active, st.Ready, st.StartTime = 0, &zero, nil
+		st.Conditions = setJobCondition(st.Conditions, batchv1.JobCondition{Type: batchv1.JobSuspended, Status: corev1.ConditionTrue, Reason: "JobSuspended", Message: "Job suspended"})
+		return true, c.Tracker().Update(jobsGVR, j, namespace)
+	case suspend:
+		return false, nil
+	case suspended:
+		// Unsuspended: the controller says so and starts a pod again.
+		now := metav1.Now()
+		st.Conditions = setJobCondition(st.Conditions, batchv1.JobCondition{Type: batchv1.JobSuspended, Status: corev1.ConditionFalse, Reason: "JobResumed", Message: "Job resumed"})
+		st.StartTime, st.Active, st.Ready = &now, 1, &one
+		return true, c.Tracker().Update(jobsGVR, j, namespace)
+	}
 	if st.StartTime == nil {
 		now := metav1.Now()
 		st.StartTime, st.Active, st.Ready = &now, 1, &one
@@ -337,7 +394,6 @@ func (c *cluster) stepJob(name string, finish bool, opts stepOptions) (bool, err
 	if !finish {
 		return false, nil
 	}
-	zero := int32(0)
 	now := metav1.Now()
 	st.Active, st.Ready, st.CompletionTime = 0, &zero, &now
 	if opts.outcome == jobFailed {
@@ -362,6 +418,17 @@ func (c *cluster) stepJob(name string, finish bool, opts stepOptions) (bool, err
 	c.ended[j.UID] = opts.outcome
 	c.mu.Unlock()
 	return true, c.Tracker().Update(jobsGVR, j, namespace)
+}
+
+// setJobCondition puts cond in place of the condition of its type.
+func setJobCondition(cs []batchv1.JobCondition, cond batchv1.JobCondition) []batchv1.JobCondition {
+	for i := range cs {
+		if cs[i].Type == cond.Type {
+			cs[i] = cond
+			return cs
+		}
+	}
+	return append(cs, cond)
 }
 
 func jobEnded(j *batchv1.Job) bool {

@@ -101,8 +101,8 @@ type Result struct {
 	Gone bool
 }
 
-// Apply applies verb (StartRequested, ResumeRequested, StopRequested,
-// PauseRequested or DeleteRequested) to the record w.
+// Apply applies verb (StartRequested, ResumeRequested, RestartRequested,
+// StopRequested, PauseRequested or DeleteRequested) to the record w.
 func (e *Engine) Apply(ctx context.Context, w store.Workload, verb store.EventType) (Result, error) {
 	id, err := runtimeid.Parse(w.RuntimeID)
 	if err != nil {
@@ -158,26 +158,39 @@ func (e *Engine) Apply(ctx context.Context, w store.Workload, verb store.EventTy
 		return Result{Workload: cur, Gone: true}, fmt.Errorf("%s %s: the %s named %s in the cluster is another object (uid %s, recorded %s), left alone; the record is now %s (take the object over with 'kubectl gobrave adopt -n %s')",
 			name, id, id.Kind, id.Name, obj.GetUID(), w.UID, cur.State, id.Namespace)
 	}
-	if gone && verb != store.DeleteRequested && k.StopExpect() != store.ContainerDeleted {
+	expect := k.StopExpect()
+	if verb == store.PauseRequested {
+		expect = k.PauseExpect()
+	}
+	if gone && verb != store.DeleteRequested && expect != store.ContainerDeleted {
 		// A kind whose stop is not a deletion can neither stop nor start
-		// what is gone: record what the read found, and say so.
+		// what is gone, nor can a pause that is not a deletion pause it:
+		// record what the read found, and say so.
 		cur := e.observeGone(ctx, w)
 		return Result{Workload: cur, Gone: true}, fmt.Errorf("%s %s: the %s no longer exists in the cluster (recorded as %s; create it again with 'kubectl gobrave create')", name, id, id.Kind, cur.State)
 	}
 	t := store.Transition{RuntimeID: w.RuntimeID, Type: verb}
 	var plan runtime.StartPlan
 	switch verb {
-	case store.StartRequested, store.ResumeRequested:
-		if plan, err = k.PlanStart(id, obj); err != nil {
+	case store.StartRequested, store.ResumeRequested, store.RestartRequested:
+		if verb == store.RestartRequested {
+			plan, err = k.PlanRestart(id, obj)
+		} else {
+			plan, err = k.PlanStart(id, obj)
+		}
+		if err != nil {
 			return Result{Workload: w}, err
 		}
 		t.Message, t.Retire = plan.Message, plan.Replace
 		if !plan.Replace {
 			t.UID = plan.UID
 		}
-	case store.StopRequested, store.PauseRequested:
+	case store.StopRequested:
 		t.Expect = k.StopExpect()
 		t.Message = k.StopAction()
+	case store.PauseRequested:
+		t.Expect = k.PauseExpect()
+		t.Message = k.PauseAction()
 	case store.DeleteRequested:
 		t.Message = "delete"
 	default:
@@ -197,7 +210,7 @@ func (e *Engine) Apply(ctx context.Context, w store.Workload, verb store.EventTy
 		uid   string
 	)
 	switch verb {
-	case store.StartRequested, store.ResumeRequested:
+	case store.StartRequested, store.ResumeRequested, store.RestartRequested:
 		var sp *spec.ContainerSpec
 		if w.Spec.Image != "" {
 			s := w.Spec
@@ -206,8 +219,10 @@ func (e *Engine) Apply(ctx context.Context, w store.Workload, verb store.EventTy
 		var res runtime.StartResult
 		res, err = k.Start(ctx, client, id, plan, sp)
 		uid = res.UID
-	case store.StopRequested, store.PauseRequested:
+	case store.StopRequested:
 		found, err = k.Stop(ctx, client, id)
+	case store.PauseRequested:
+		found, err = k.Pause(ctx, client, id)
 	case store.DeleteRequested:
 		found, err = k.Delete(ctx, client, id)
 	}
@@ -297,7 +312,8 @@ func (e *Engine) confirm(ctx context.Context, c kubernetes.Interface, k runtime.
 // RequestFailed for the record's epoch with the state and the UID the object
 // shows, as the process would have had its API call failed:
 //
-//   - a stop (stopping) of a workload that still runs;
+//   - a stop (stopping) of a workload that still runs, or that is suspended
+//     when the stop would have deleted it;
 //   - a delete (deleted, no ContainerDeleted since) of an object that is not
 //     being deleted;
 //   - a create, or a start that replaces a finished job, that never made its
@@ -375,11 +391,15 @@ func (e *Engine) Recover(ctx context.Context, w store.Workload) (store.Event, bo
 		// Its object is still there and not being deleted.
 	case w.State == store.StateStopping && o.Type == store.ContainerStarted:
 		// Its object still runs.
+	case w.State == store.StateStopping && o.Type == store.ContainerPaused && w.Expect != store.ContainerPaused:
+		// Its object is suspended, and not by this request (a stop that
+		// would delete it): the suspension is the truth.
 	default:
 		return store.Event{}, false, nil // what the request did, the monitors record
 	}
 	state := map[store.EventType]store.State{
 		store.ContainerStarted: store.StateRunning, store.ContainerExited: store.StateExited, store.ContainerFailed: store.StateFailed,
+		store.ContainerPaused: store.StatePaused,
 	}[o.Type]
 	as, err := e.Store.ApplyBatch(ctx, []store.Transition{{
 		RuntimeID: w.RuntimeID, Type: store.RequestFailed, Epoch: w.Epoch, Restore: state, UID: uid,
@@ -652,7 +672,7 @@ func outcomeUnknown(ctx context.Context, err error) bool {
 
 func isVerb(t store.EventType) bool {
 	switch t {
-	case store.StartRequested, store.ResumeRequested, store.StopRequested, store.PauseRequested, store.DeleteRequested:
+	case store.StartRequested, store.ResumeRequested, store.RestartRequested, store.StopRequested, store.PauseRequested, store.DeleteRequested:
 		return true
 	}
 	return false
@@ -666,6 +686,8 @@ func verbName(t store.EventType) string {
 		return "start"
 	case store.ResumeRequested:
 		return "resume"
+	case store.RestartRequested:
+		return "restart"
 	case store.StopRequested:
 		return "stop"
 	case store.PauseRequested:

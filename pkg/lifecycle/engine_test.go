@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -332,5 +334,102 @@ func TestForeignObjectIsLeftAlone(t *testing.T) {
 				t.Errorf("record %s uid %s, want deleted (the recorded object is gone) and %s", res.Workload.State, res.Workload.UID, w.UID)
 			}
 		})
+	}
+}
+
+var task = spec.ContainerSpec{Name: "task", Image: "busybox", WorkloadKind: spec.KindJob}
+
+// setJobStatus sets the job's status as the job controller would.
+func setJobStatus(t *testing.T, c *fake.Clientset, st batchv1.JobStatus) {
+	t.Helper()
+	j, err := c.BatchV1().Jobs("default").Get(context.Background(), "task", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Status = st
+	if _, err := c.BatchV1().Jobs("default").UpdateStatus(context.Background(), j, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var suspendedStatus = batchv1.JobStatus{Conditions: []batchv1.JobCondition{
+	{Type: batchv1.JobSuspended, Status: corev1.ConditionTrue, Reason: "JobSuspended", Message: "Job suspended"}}}
+
+// TestPauseJob: a job's pause records the intent with the kind's
+// expectation (its suspension), suspends the job, and is paused at once
+// when the controller has suspended it; a pause of a finished job is
+// refused and puts the state back.
+func TestPauseJob(t *testing.T) {
+	e, c := newEngine(t)
+	ctx := context.Background()
+	w, _, err := e.Create(ctx, "k8s", "default", task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Apply(ctx, w, store.PauseRequested)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Workload; got.State != store.StateStopping || got.Expect != store.ContainerPaused {
+		t.Fatalf("after pause: state %s expect %s, want stopping until the job controller suspends it, expecting ContainerPaused", got.State, got.Expect)
+	}
+	j, _ := c.BatchV1().Jobs("default").Get(ctx, "task", metav1.GetOptions{})
+	if j.Spec.Suspend == nil || !*j.Spec.Suspend || string(j.UID) != w.UID {
+		t.Fatalf("job after pause: uid %s suspend %v", j.UID, j.Spec.Suspend)
+	}
+	setJobStatus(t, c, suspendedStatus)
+	// A second pause of a suspended job is paused at once.
+	res, err = e.Apply(ctx, res.Workload, store.PauseRequested)
+	if err != nil || res.Workload.State != store.StatePaused || res.Workload.Message != store.SuspendedMessage {
+		t.Fatalf("second pause: %v, state %s message %q; want paused, suspended", err, res.Workload.State, res.Workload.Message)
+	}
+
+	// resume unsuspends; the job completes; a pause then is refused.
+	if _, err := e.Apply(ctx, res.Workload, store.ResumeRequested); err != nil {
+		t.Fatal(err)
+	}
+	setJobStatus(t, c, batchv1.JobStatus{Succeeded: 1, Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}})
+	cur, _ := e.Store.Get(ctx, w.RuntimeID)
+	res, err = e.Apply(ctx, cur, store.PauseRequested)
+	if err == nil || !strings.Contains(err.Error(), "nothing to pause: the job has finished") {
+		t.Fatalf("pause of a finished job = %v, want a refusal", err)
+	}
+	if res.Workload.State != cur.State || res.Workload.Request != cur.Request {
+		t.Errorf("after the refused pause: state %s request %s, want %s and %s back", res.Workload.State, res.Workload.Request, cur.State, cur.Request)
+	}
+	want := []string{"Created", "PauseRequested", "PauseRequested", "ContainerPaused", "ResumeRequested", "PauseRequested", "RequestFailed"}
+	if diff := cmp.Diff(want, history(t, e.Store, w.RuntimeID)); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
+	}
+}
+
+// TestRecoverStopOfASuspendedJob: a stop whose process died before it
+// deleted the job, while the job was suspended from outside, is healed to
+// paused: the suspension is the truth, and the stop never happened.
+func TestRecoverStopOfASuspendedJob(t *testing.T) {
+	e, c := newEngine(t)
+	e.Owner = store.Owner{ID: "test/recover", PID: 1, Host: "test"}
+	ctx := context.Background()
+	w, _, err := e.Create(ctx, "k8s", "default", task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stop's intent, recorded by a process that died before the delete.
+	if _, _, err := e.Store.Apply(ctx, store.Transition{RuntimeID: w.RuntimeID, Type: store.StopRequested, Expect: store.ContainerDeleted}); err != nil {
+		t.Fatal(err)
+	}
+	j, _ := c.BatchV1().Jobs("default").Get(ctx, "task", metav1.GetOptions{})
+	j.Spec.Suspend = ptr.To(true)
+	if _, err := c.BatchV1().Jobs("default").Update(ctx, j, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	setJobStatus(t, c, suspendedStatus)
+	cur, _ := e.Store.Get(ctx, w.RuntimeID)
+	ev, ok, err := e.Recover(ctx, cur)
+	if err != nil || !ok || ev.Type != store.RequestFailed {
+		t.Fatalf("Recover = %+v, %v, %v; want RequestFailed recorded", ev, ok, err)
+	}
+	if got, _ := e.Store.Get(ctx, w.RuntimeID); got.State != store.StatePaused || got.UID != w.UID {
+		t.Errorf("after recover: state %s uid %s, want paused and %s", got.State, got.UID, w.UID)
 	}
 }

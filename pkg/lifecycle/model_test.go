@@ -2,12 +2,14 @@ package lifecycle_test
 
 // TestModel is a model-based (state machine) test of the lifecycle engine,
 // the store and the monitor together, with pgregory.net/rapid. It draws
-// sequences of user verbs (create, start, resume, stop, pause, delete)
+// sequences of user verbs (create, start, resume, restart, stop, pause,
+// delete)
 // applied through lifecycle.Engine by 3 simulated processes sharing one
 // database file, controller steps of a simulated cluster, `recover --once`
 // passes, pauses of a process at any step of a verb, kills of a paused
 // process (its API call reaching the server or not), failed API calls and
-// verbs of two processes run at once; and checks, after every action and
+// verbs of two processes run at once, jobs suspended and unsuspended from
+// outside (kubectl patch, Kueue); and checks, after every action and
 // after quiescence, that the record is the truth (issue 12). See
 // docs/testing.md, "Model-based test".
 //
@@ -71,6 +73,8 @@ func TestModel(t *testing.T) {
 		rt.Repeat(map[string]func(*rapid.T){
 			"create":     m.create,
 			"start":      m.start,
+			"restart":    m.restart,
+			"suspend":    m.suspend,
 			"stop":       m.stop,
 			"delete":     m.delete,
 			"resume":     m.resume,
@@ -158,7 +162,7 @@ type verb struct {
 
 func (v verb) String() string {
 	name := map[store.EventType]string{
-		store.Created: "create", store.StartRequested: "start", store.ResumeRequested: "resume",
+		store.Created: "create", store.StartRequested: "start", store.ResumeRequested: "resume", store.RestartRequested: "restart",
 		store.StopRequested: "stop", store.PauseRequested: "pause", store.DeleteRequested: "delete",
 	}[v.event]
 	return name + " " + v.w.String()
@@ -173,6 +177,32 @@ func (m *model) start(t *rapid.T) {
 	p := m.drawIdle(t)
 	ev := rapid.SampledFrom([]store.EventType{store.StartRequested, store.ResumeRequested}).Draw(t, "verb")
 	m.run(t, p, verb{ev, m.drawRecorded(t)})
+}
+
+func (m *model) restart(t *rapid.T) {
+	p := m.drawIdle(t)
+	m.run(t, p, verb{store.RestartRequested, m.drawRecorded(t)})
+}
+
+// suspend sets or clears a job's spec.suspend from outside gobrave, as
+// kubectl patch or Kueue do.
+func (m *model) suspend(t *rapid.T) {
+	var jobs []workload
+	for _, w := range workloads {
+		if w.kind == runtimeid.KindJob && m.cluster.object(w) != nil {
+			jobs = append(jobs, w)
+		}
+	}
+	if len(jobs) == 0 {
+		t.Skip("no job in the cluster")
+	}
+	w := rapid.SampledFrom(jobs).Draw(t, "job")
+	on := rapid.Bool().Draw(t, "suspend")
+	changed, err := m.cluster.suspend(w.name, on)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kubectl patch %s suspend=%v (changed: %v): %s", w, on, changed, m.describe(w))
 }
 
 func (m *model) stop(t *rapid.T) {
@@ -274,7 +304,18 @@ func (m *model) immediate(t *rapid.T, v verb) store.State {
 	switch v.event {
 	case store.DeleteRequested:
 		return store.StateDeleted
-	case store.StopRequested, store.PauseRequested:
+	case store.PauseRequested:
+		if v.w.kind == runtimeid.KindDeployment {
+			return m.immediate(t, verb{store.StopRequested, v.w})
+		}
+		// A job's pause is its suspension: paused at once when the job
+		// controller has suspended it already.
+		j := m.cluster.job(v.w.name)
+		if j != nil && sameObject(string(j.UID)) && j.DeletionTimestamp == nil && !jobEnded(j) &&
+			j.Spec.Suspend != nil && *j.Spec.Suspend && jobCondition(j, batchv1.JobSuspended) {
+			return store.StatePaused
+		}
+	case store.StopRequested:
 		if v.w.kind == runtimeid.KindDeployment {
 			d := m.cluster.deployment(v.w.name)
 			if d != nil && sameObject(string(d.UID)) && *d.Spec.Replicas == 0 &&
@@ -426,7 +467,7 @@ func (m *model) concurrent(t *rapid.T) {
 // drawVerb draws any verb on any workload.
 func (m *model) drawVerb(t *rapid.T, label string) verb {
 	ev := rapid.SampledFrom([]store.EventType{
-		store.Created, store.StartRequested, store.ResumeRequested, store.StopRequested, store.PauseRequested, store.DeleteRequested,
+		store.Created, store.StartRequested, store.ResumeRequested, store.RestartRequested, store.StopRequested, store.PauseRequested, store.DeleteRequested,
 	}).Draw(t, label+"Verb")
 	return verb{ev, rapid.SampledFrom(workloads).Draw(t, label+"Workload")}
 }
@@ -574,11 +615,10 @@ func (m *model) check(t *rapid.T) {
 //     starting or stopping).
 //   - A record whose object exists names its UID, and its state is the
 //     object's: a deployment of 1 (ready) replica is running, of 0 exited; a
-//     job running (its pod ready) is running, Complete exited, Failed
-//     failed.
+//     job running (its pod ready) is running, suspended paused, Complete
+//     exited, Failed failed.
 //   - A record whose object is gone is deleted, or, when its last request
-//     was a stop or a pause of a job, exited (failed when that run had
-//     failed).
+//     was a stop of a job, exited (failed when that run had failed).
 //   - Every object in the cluster has a record.
 //   - Each observed event is recorded at most once per (runtime ID, UID,
 //     type, epoch), and the epoch of a record is the number of its requested
@@ -635,7 +675,8 @@ func (m *model) checkTruth(t *rapid.T) {
 
 // gone is what the record w of a workload whose object is gone may say: a
 // deployment is deleted. A job is exited when stopped (its last request, or
-// the last one no RequestFailed undid, eff, is a stop or a pause), else
+// the last one no RequestFailed undid, eff, is a stop; a pause suspends a
+// job and deletes nothing), else
 // deleted; and it may keep how its run ended (exited when complete, failed
 // when failed): a job whose run is over and whose object a request removed
 // (a stop, or a start replacing it that then failed) still ran.
@@ -651,7 +692,7 @@ func (m *model) gone(wl workload, w store.Workload, eff store.EventType) []store
 	end := m.cluster.endOf(w.UID)
 	var want []store.State
 	for _, req := range []store.EventType{w.Request, eff} {
-		if req == store.StopRequested || req == store.PauseRequested {
+		if req == store.StopRequested {
 			want = append(want, store.StateExited)
 		} else {
 			want = append(want, store.StateDeleted)
@@ -701,12 +742,16 @@ func (m *model) truth(w workload) store.State {
 		return store.StateExited
 	case jobCondition(j, batchv1.JobFailed):
 		return store.StateFailed
+	case j.Spec.Suspend != nil && *j.Spec.Suspend:
+		return store.StatePaused
 	}
 	return store.StateRunning
 }
 
 // checkEvents replays each record's history: the epoch of an event is the
-// number of requested events but RequestFailed up to it.
+// number of requested events but RequestFailed up to it. A suspension, and
+// a start after one, may repeat within an epoch (a job suspended and
+// unsuspended again), but a suspension is never recorded twice in a row.
 func (m *model) checkEvents(t *rapid.T, ws []store.Workload) {
 	type key struct {
 		uid   string
@@ -720,12 +765,25 @@ func (m *model) checkEvents(t *rapid.T, ws []store.Workload) {
 		}
 		epoch := 0
 		seen := map[key]int64{}
+		var lastObserved store.EventType
 		for _, e := range evs {
 			if !e.Type.Observed() {
 				if e.Type != store.RequestFailed {
 					epoch++
 				}
+				lastObserved = ""
 				continue
+			}
+			prev := lastObserved
+			lastObserved = e.Type
+			if e.Type == store.ContainerPaused {
+				if prev == store.ContainerPaused {
+					t.Fatalf("%s: ContainerPaused twice in a row (event %d)", w.RuntimeID, e.Seq)
+				}
+				continue
+			}
+			if e.Type == store.ContainerStarted && prev == store.ContainerPaused {
+				continue // out of paused: not deduplicated by the index
 			}
 			k := key{e.UID, e.Type, epoch}
 			if s, dup := seen[k]; dup {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -238,5 +239,26 @@ func TestResolveNamespace(t *testing.T) {
 		if got := ResolveNamespace(tt.spec, tt.profile, tt.kube); got != tt.want {
 			t.Errorf("ResolveNamespace(%q,%q,%q) = %q, want %q", tt.spec, tt.profile, tt.kube, got, tt.want)
 		}
+	}
+}
+
+// TestBuildProgressDeadline: progressDeadline becomes the Deployment's
+// progressDeadlineSeconds; unset leaves the Kubernetes default.
+func TestBuildProgressDeadline(t *testing.T) {
+	s := spec.ContainerSpec{Name: "web", Image: "nginx:1.27", ProgressDeadline: "2m"}
+	objs, err := Build(s, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := objs.Deployment.Spec.ProgressDeadlineSeconds; got == nil || *got != 120 {
+		t.Fatalf("progressDeadlineSeconds = %v, want 120", got)
+	}
+	s.ProgressDeadline = ""
+	if objs, err = Build(s, "ns"); err != nil || objs.Deployment.Spec.ProgressDeadlineSeconds != nil {
+		t.Fatalf("unset: progressDeadlineSeconds %v, err %v; want nil", objs.Deployment.Spec.ProgressDeadlineSeconds, err)
+	}
+	s.ProgressDeadline = "1.5s"
+	if _, err := Build(s, "ns"); err == nil || !strings.Contains(err.Error(), `progressDeadline "1.5s": must be whole seconds`) {
+		t.Fatalf("Build = %v, want the whole-seconds error", err)
 	}
 }

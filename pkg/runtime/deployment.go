@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,8 +23,10 @@ import (
 
 // deploymentKind is a service: a Deployment of one replica and, with a port
 // and --expose, a ClusterIP Service <name>-svc. Start and stop scale it to 1
-// and 0 through the scale subresource; delete removes the Service, then the
-// Deployment in the foreground.
+// and 0 through the scale subresource (pause is stop: a deployment has no
+// suspension, and scaled to 0 it keeps everything but its pods); restart is
+// a rollout restart, as kubectl rollout restart does it; delete removes the
+// Service, then the Deployment in the foreground.
 type deploymentKind struct{}
 
 func (deploymentKind) Resource() string { return "deployment.apps" }
@@ -36,6 +39,10 @@ func (deploymentKind) Build(s spec.ContainerSpec, meta metav1.ObjectMeta, tmpl c
 	// never a job's pods of the same name. The Deployment's own selector
 	// stays gobrave-workload (immutable, and older deployments have it).
 	tmpl.Labels[LabelKind] = runtimeid.KindDeployment
+	deadline, err := s.ProgressDeadlineSeconds()
+	if err != nil {
+		return Objects{}, err
+	}
 	objs := Objects{Deployment: &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: meta,
@@ -45,6 +52,9 @@ func (deploymentKind) Build(s spec.ContainerSpec, meta metav1.ObjectMeta, tmpl c
 			Template: tmpl,
 		},
 	}}
+	if deadline > 0 {
+		objs.Deployment.Spec.ProgressDeadlineSeconds = &deadline
+	}
 	if s.ExposeService && s.ExposedPort > 0 {
 		svcMeta := objectMeta(s, meta.Namespace)
 		svcMeta.Name = ServiceName(s.Name)
@@ -99,9 +109,54 @@ func (deploymentKind) PlanStart(id runtimeid.ID, obj metav1.Object) (StartPlan, 
 	return StartPlan{UID: string(obj.GetUID()), Message: "scale to 1"}, nil
 }
 
-func (deploymentKind) Start(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, _ StartPlan, _ *spec.ContainerSpec) (StartResult, error) {
+// PlanRestart: a rollout restart of the recorded deployment.
+func (deploymentKind) PlanRestart(id runtimeid.ID, obj metav1.Object) (StartPlan, error) {
+	if obj == nil {
+		return StartPlan{}, fmt.Errorf("restart %s: the deployment %w (create it again with 'kubectl gobrave create')", id, ErrGone)
+	}
+	return StartPlan{UID: string(obj.GetUID()), Restart: true, Message: "rollout restart (new pods from the same template), scale to 1"}, nil
+}
+
+func (deploymentKind) Start(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, plan StartPlan, _ *spec.ContainerSpec) (StartResult, error) {
+	if plan.Restart {
+		return StartResult{UID: plan.UID}, restartRollout(ctx, c, id, plan.UID)
+	}
 	uid, err := scale(ctx, c, id, 1)
 	return StartResult{UID: uid}, err
+}
+
+// RestartedAtAnnotation is the pod template annotation kubectl rollout
+// restart sets: a new value makes the deployment controller roll out new
+// pods from an otherwise unchanged template.
+const RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
+
+// restartRollout sets the restartedAt annotation of the deployment's pod
+// template to now and its replicas to 1, in one update (retried on
+// conflict), so that a stopped service restarts too. A new template also
+// resets the Progressing condition, so a deployment that exceeded its
+// progress deadline gets a new one.
+func restartRollout(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, uid string) error {
+	deps := c.AppsV1().Deployments(id.Namespace)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := deps.Get(ctx, id.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if uid != "" && string(d.UID) != uid {
+			return fmt.Errorf("the deployment %w: another deployment of the name has uid %s", ErrGone, d.UID)
+		}
+		if d.Spec.Template.Annotations == nil {
+			d.Spec.Template.Annotations = map[string]string{}
+		}
+		d.Spec.Template.Annotations[RestartedAtAnnotation] = time.Now().Format(time.RFC3339Nano)
+		d.Spec.Replicas = ptr(int32(1))
+		_, err = deps.Update(ctx, d, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("restart %s: %w", id, err)
+	}
+	return nil
 }
 
 func (deploymentKind) Stop(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (bool, error) {
@@ -116,6 +171,16 @@ func (deploymentKind) Stop(ctx context.Context, c kubernetes.Interface, id runti
 func (deploymentKind) StopExpect() store.EventType { return store.ContainerExited }
 
 func (deploymentKind) StopAction() string { return "scale to 0" }
+
+// Pause of a deployment is its stop: scaled to 0.
+func (k deploymentKind) Pause(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (bool, error) {
+	return k.Stop(ctx, c, id)
+}
+
+// PauseExpect: a paused deployment has exited, as a stopped one.
+func (deploymentKind) PauseExpect() store.EventType { return store.ContainerExited }
+
+func (deploymentKind) PauseAction() string { return "scale to 0" }
 
 func (deploymentKind) Delete(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (bool, error) {
 	err := c.CoreV1().Services(id.Namespace).Delete(ctx, ServiceName(id.Name), metav1.DeleteOptions{})

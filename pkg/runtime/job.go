@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 	"github.com/gobrave/kubectl-gobrave/pkg/spec"
@@ -26,6 +27,9 @@ import (
 // jobKind is a task: a Job with one pod that is not retried. Stop deletes it
 // in the foreground (its spec stays in the record); start of a job that is
 // gone, finished or being deleted creates it again from the recorded spec.
+// Pause suspends it (spec.suspend: the job controller removes its pods and
+// keeps the job and its completions); start or resume of a suspended job
+// unsuspends it; restart deletes it and creates it again, whatever its state.
 type jobKind struct{}
 
 // ErrNotCreated says a start gave up before it created the new job: whatever
@@ -60,8 +64,9 @@ func (jobKind) Create(ctx context.Context, c kubernetes.Interface, namespace str
 	return Created{UID: string(job.UID)}, nil
 }
 
-// PlanStart: a job that runs is left alone; one that is gone, finished or
-// being deleted (a stop still in progress) is replaced.
+// PlanStart: a job that runs is left alone; a suspended one is
+// unsuspended; one that is gone, finished or being deleted (a stop still in
+// progress) is replaced.
 func (jobKind) PlanStart(id runtimeid.ID, obj metav1.Object) (StartPlan, error) {
 	job, _ := obj.(*batchv1.Job)
 	switch {
@@ -71,13 +76,28 @@ func (jobKind) PlanStart(id runtimeid.ID, obj metav1.Object) (StartPlan, error) 
 		return StartPlan{UID: string(job.UID), Replace: true, Message: "create the job again from the recorded spec once the old one is gone"}, nil
 	case jobFinished(job):
 		return StartPlan{UID: string(job.UID), Replace: true, Message: "replace the finished job by a new run from the recorded spec"}, nil
+	case job.Spec.Suspend != nil && *job.Spec.Suspend:
+		return StartPlan{UID: string(job.UID), Unsuspend: true, Message: "unsuspend the job (its completions are kept)"}, nil
 	}
 	return StartPlan{UID: string(job.UID), Leave: true, Message: "the job is running: leave it alone"}, nil
+}
+
+// PlanRestart: a new run from the recorded spec, whatever the job's state;
+// the job of the name, if any, is deleted first.
+func (jobKind) PlanRestart(id runtimeid.ID, obj metav1.Object) (StartPlan, error) {
+	job, _ := obj.(*batchv1.Job)
+	if job == nil {
+		return StartPlan{Replace: true, Message: "create the job again from the recorded spec"}, nil
+	}
+	return StartPlan{UID: string(job.UID), Replace: true, Message: "delete the job and run it again from the recorded spec"}, nil
 }
 
 func (jobKind) Start(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, plan StartPlan, s *spec.ContainerSpec) (StartResult, error) {
 	if plan.Leave {
 		return StartResult{UID: plan.UID}, nil
+	}
+	if plan.Unsuspend {
+		return StartResult{UID: plan.UID}, setSuspend(ctx, c, id, types.UID(plan.UID), false)
 	}
 	if s == nil || s.Image == "" {
 		return StartResult{}, fmt.Errorf("start %s: the job %w and its spec is unknown here, so it cannot run again (create it with 'kubectl gobrave create')", id, ErrGone)
@@ -128,7 +148,7 @@ func deleteJobAndWait(ctx context.Context, c kubernetes.Interface, id runtimeid.
 		PropagationPolicy: ptr(metav1.DeletePropagationBackground),
 	})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("start %s: remove the finished job before running it again: %w", id, err)
+		return fmt.Errorf("start %s: remove the previous job before running it again: %w", id, err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, JobGoneTimeout)
 	defer cancel()
@@ -172,6 +192,62 @@ func (jobKind) Stop(ctx context.Context, c kubernetes.Interface, id runtimeid.ID
 	return true, nil
 }
 
+// errNothingToPause says why a job cannot be suspended.
+var errNothingToPause = errors.New("nothing to pause")
+
+// Pause suspends the job: the job controller deletes its pods and keeps the
+// job, its completions and its spec. A job that has finished or is being
+// deleted is left alone, with an error saying so.
+func (jobKind) Pause(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (bool, error) {
+	err := setSuspend(ctx, c, id, "", true)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// setSuspend sets the job's spec.suspend, retrying on conflict. uid, when
+// set, is the job it must be.
+func setSuspend(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, uid types.UID, suspend bool) error {
+	verb := "unsuspend"
+	if suspend {
+		verb = "pause"
+	}
+	jobs := c.BatchV1().Jobs(id.Namespace)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		j, err := jobs.Get(ctx, id.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		switch {
+		case uid != "" && j.UID != uid:
+			return fmt.Errorf("the job %w: another job of the name has uid %s", ErrGone, j.UID)
+		case j.DeletionTimestamp != nil && suspend:
+			return fmt.Errorf("%w: the job is being deleted", errNothingToPause)
+		case j.DeletionTimestamp != nil:
+			return fmt.Errorf("the job is being deleted: start it again once it is gone, to run it anew")
+		case suspend && jobFinished(j):
+			return fmt.Errorf("%w: the job has finished (start runs it again)", errNothingToPause)
+		case j.Spec.Suspend != nil && *j.Spec.Suspend == suspend:
+			return nil
+		}
+		j.Spec.Suspend = ptr(suspend)
+		_, err = jobs.Update(ctx, j, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", verb, id, err)
+	}
+	return nil
+}
+
+// PauseExpect: a job's pause is its suspension.
+func (jobKind) PauseExpect() store.EventType { return store.ContainerPaused }
+
+func (jobKind) PauseAction() string {
+	return "suspend the job (its pods are removed, the job and its completions kept)"
+}
+
 // StopExpect: a job's stop is its deletion.
 func (jobKind) StopExpect() store.EventType { return store.ContainerDeleted }
 
@@ -207,7 +283,13 @@ func (jobKind) Informer(f informers.SharedInformerFactory) cache.SharedIndexInfo
 // nothing to report yet.
 //
 // The Complete and Failed conditions, set by the job controller when the Job
-// is finished, win over the counters. Without them the counters are read:
+// is finished, win over the rest. Then a suspended job (spec.suspend, and
+// the Suspended condition the job controller sets when it has removed the
+// job from the running) is paused, with the message "suspended"; a job
+// asked to suspend that the controller has not suspended yet, or one
+// being deleted, reports nothing (its pods are going, it does not run);
+// one asked to resume (spec.suspend false) whose Suspended condition is
+// still true is read by its counters. Then the counters are read:
 // a Job with an active pod is running (a failed pod being retried is not a
 // failure yet), then Succeeded > 0 means exited 0, and Failed > 0 means failed
 // unless spec.backoffLimit is known and not yet exceeded (the controller will
@@ -230,6 +312,19 @@ func JobEvent(j *batchv1.Job) (Observation, bool) {
 				msg = "failed count " + strconv.Itoa(int(j.Status.Failed))
 			}
 			return Observation{Type: store.ContainerFailed, Message: msg, UID: uid}, true
+		}
+	}
+	suspend := j.Spec.Suspend != nil && *j.Spec.Suspend
+	if suspend || j.Spec.Suspend == nil {
+		suspended := false
+		for _, c := range j.Status.Conditions {
+			suspended = suspended || (c.Type == batchv1.JobSuspended && c.Status == corev1.ConditionTrue)
+		}
+		switch {
+		case suspended && j.DeletionTimestamp == nil:
+			return Observation{Type: store.ContainerPaused, Message: store.SuspendedMessage, UID: uid}, true
+		case suspended || suspend:
+			return Observation{}, false
 		}
 	}
 	st := j.Status
@@ -255,8 +350,8 @@ func JobEvent(j *batchv1.Job) (Observation, bool) {
 	return Observation{}, false
 }
 
-// Slim keeps spec.backoffLimit, the status counters and the conditions'
-// type, status, reason and message.
+// Slim keeps spec.backoffLimit and spec.suspend, the status counters and
+// the conditions' type, status, reason and message.
 func (jobKind) Slim(obj any) (any, bool) {
 	o, ok := obj.(*batchv1.Job)
 	if !ok {
@@ -264,7 +359,7 @@ func (jobKind) Slim(obj any) (any, bool) {
 	}
 	j := &batchv1.Job{
 		ObjectMeta: slimMeta(&o.ObjectMeta),
-		Spec:       batchv1.JobSpec{BackoffLimit: o.Spec.BackoffLimit},
+		Spec:       batchv1.JobSpec{BackoffLimit: o.Spec.BackoffLimit, Suspend: o.Spec.Suspend},
 		Status: batchv1.JobStatus{
 			StartTime: o.Status.StartTime,
 			Active:    o.Status.Active,

@@ -107,3 +107,109 @@ func TestJobStartRefusesAnUnsafeRecordedSpec(t *testing.T) {
 		}
 	}
 }
+
+// TestJobPauseResume: pause suspends the job (spec.suspend) and keeps it;
+// start of a suspended job unsuspends the same job; a finished job or one
+// being deleted is not paused, with an error saying why.
+func TestJobPauseResume(t *testing.T) {
+	ctx := context.Background()
+	id := runtimeid.ID{Runtime: "k8s", Namespace: "ns", Kind: runtimeid.KindJob, Name: "task"}
+	k := jobKind{}
+	running := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "task", Namespace: "ns", UID: "u1"}, Spec: batchv1.JobSpec{Suspend: ptr(false)}}
+
+	c := fake.NewClientset(running.DeepCopy())
+	found, err := k.Pause(ctx, c, id)
+	if err != nil || !found {
+		t.Fatalf("Pause = %v, %v; want found", found, err)
+	}
+	j, err := c.BatchV1().Jobs("ns").Get(ctx, "task", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.UID != "u1" || j.Spec.Suspend == nil || !*j.Spec.Suspend {
+		t.Fatalf("after pause: uid %s suspend %v; want u1 suspended", j.UID, j.Spec.Suspend)
+	}
+	// Paused again: nothing to change, no error.
+	if found, err := k.Pause(ctx, c, id); err != nil || !found {
+		t.Fatalf("second Pause = %v, %v", found, err)
+	}
+
+	plan, err := k.PlanStart(id, j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !plan.Unsuspend || plan.Replace || plan.UID != "u1" {
+		t.Fatalf("PlanStart of a suspended job = %+v, want Unsuspend of u1", plan)
+	}
+	res, err := k.Start(ctx, c, id, plan, nil)
+	if err != nil || res.UID != "u1" || res.Recreated {
+		t.Fatalf("Start = %+v, %v; want u1 unsuspended, not recreated", res, err)
+	}
+	if j, _ = c.BatchV1().Jobs("ns").Get(ctx, "task", metav1.GetOptions{}); *j.Spec.Suspend {
+		t.Fatal("start left the job suspended")
+	}
+
+	// Unsuspend names its job: another one of the name is left alone.
+	other := plan
+	other.UID = "u0"
+	if _, err := k.Start(ctx, c, id, other, nil); err == nil || !strings.Contains(err.Error(), "another job") {
+		t.Fatalf("Start of another job's plan = %v, want an error", err)
+	}
+
+	now := metav1.Now()
+	for _, tt := range []struct {
+		name    string
+		job     *batchv1.Job
+		wantErr string
+	}{
+		{"finished", &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "task", Namespace: "ns", UID: "u2"},
+			Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: "True"}}}}, "the job has finished"},
+		{"being deleted", &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "task", Namespace: "ns", UID: "u3", DeletionTimestamp: &now,
+			Finalizers: []string{"x"}}}, "being deleted"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := fake.NewClientset(tt.job)
+			if _, err := k.Pause(ctx, c, id); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Pause = %v, want an error containing %q", err, tt.wantErr)
+			}
+			if j, _ := c.BatchV1().Jobs("ns").Get(ctx, "task", metav1.GetOptions{}); j.Spec.Suspend != nil {
+				t.Errorf("the job was changed: suspend %v", *j.Spec.Suspend)
+			}
+		})
+	}
+	t.Run("gone", func(t *testing.T) {
+		if found, err := k.Pause(ctx, fake.NewClientset(), id); found || err != nil {
+			t.Fatalf("Pause of no job = %v, %v; want not found, no error", found, err)
+		}
+	})
+}
+
+// TestJobRestart: restart replaces the job whatever its state, from the
+// recorded spec, through the replacing start.
+func TestJobRestart(t *testing.T) {
+	ctx := context.Background()
+	id := runtimeid.ID{Runtime: "k8s", Namespace: "ns", Kind: runtimeid.KindJob, Name: "task"}
+	k := jobKind{}
+	running := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "task", Namespace: "ns", UID: "u1"}}
+	plan, err := k.PlanRestart(id, running)
+	if err != nil || !plan.Replace || plan.UID != "u1" {
+		t.Fatalf("PlanRestart of a running job = %+v, %v; want Replace of u1", plan, err)
+	}
+	if plan, err = k.PlanRestart(id, nil); err != nil || !plan.Replace || plan.UID != "" {
+		t.Fatalf("PlanRestart of no job = %+v, %v; want Replace", plan, err)
+	}
+	c := fake.NewClientset(running.DeepCopy())
+	plan, _ = k.PlanRestart(id, running)
+	s := spec.ContainerSpec{Name: "task", Image: "busybox", WorkloadKind: runtimeid.KindJob}
+	res, err := k.Start(ctx, c, id, plan, &s)
+	if err != nil || !res.Recreated {
+		t.Fatalf("Start = %+v, %v; want a new job", res, err)
+	}
+	var deleted bool
+	for _, a := range c.Actions() {
+		deleted = deleted || a.GetVerb() == "delete"
+	}
+	if !deleted {
+		t.Error("the running job was not deleted before the new run")
+	}
+}

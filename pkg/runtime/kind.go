@@ -41,6 +41,10 @@ type Kind interface {
 	PlanStart(id runtimeid.ID, obj metav1.Object) (StartPlan, error)
 	// Start carries out plan. s is the recorded spec (nil when unknown).
 	Start(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, plan StartPlan, s *spec.ContainerSpec) (StartResult, error)
+	// PlanRestart is PlanStart for a restart: a new run whatever the
+	// object's state (a deployment's rollout restart, a job deleted and
+	// created again). Pure.
+	PlanRestart(id runtimeid.ID, obj metav1.Object) (StartPlan, error)
 	// Stop stops the workload and says whether its object was there.
 	Stop(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (found bool, err error)
 	// StopExpect is the observed event that completes a stop: the store's
@@ -48,6 +52,13 @@ type Kind interface {
 	StopExpect() store.EventType
 	// StopAction says what a stop does, for the StopRequested event.
 	StopAction() string
+	// Pause pauses the workload and says whether its object was there.
+	Pause(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (found bool, err error)
+	// PauseExpect is the observed event that completes a pause (a job's
+	// pause is its suspension, a deployment's a stop).
+	PauseExpect() store.EventType
+	// PauseAction says what a pause does, for the PauseRequested event.
+	PauseAction() string
 	// Delete removes the workload (and what belongs to it) and says
 	// whether its object was there.
 	Delete(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (found bool, err error)
@@ -155,6 +166,12 @@ type StartPlan struct {
 	Replace bool
 	// Leave: nothing to change (a job that is still running).
 	Leave bool
+	// Unsuspend: the object is a suspended job, to be unsuspended (its
+	// completions kept).
+	Unsuspend bool
+	// Restart: a rollout restart of the object (new pods from the same
+	// template), which also scales it to 1.
+	Restart bool
 	// Message says what Start will do, for the StartRequested event.
 	Message string
 }

@@ -26,6 +26,7 @@ func deployCond(t appsv1.DeploymentConditionType, s corev1.ConditionStatus, reas
 func TestJobEvent(t *testing.T) {
 	started := func(uid string) *Observation { return &Observation{Type: store.ContainerStarted, UID: uid} }
 	exited := &Observation{Type: store.ContainerExited, Message: "0", UID: "u1"}
+	paused := &Observation{Type: store.ContainerPaused, Message: store.SuspendedMessage, UID: "u1"}
 	failed := func(msg string) *Observation {
 		return &Observation{Type: store.ContainerFailed, Message: msg, UID: "u1"}
 	}
@@ -71,9 +72,29 @@ func TestJobEvent(t *testing.T) {
 			jobCond(batchv1.JobComplete, corev1.ConditionFalse, "", ""),
 			jobCond(batchv1.JobFailed, corev1.ConditionUnknown, "", ""),
 		}}, want: started("u1")},
-		{name: "suspended, nothing else", status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{
+		// Suspension (spec.suspend; the Suspended condition is the job
+		// controller's acknowledgement).
+		{name: "suspended, spec unknown", status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{
+			jobCond(batchv1.JobSuspended, corev1.ConditionTrue, "JobSuspended", "Job suspended"),
+		}}, want: paused},
+		{name: "suspended", spec: batchv1.JobSpec{Suspend: ptr(true)}, status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{
+			jobCond(batchv1.JobSuspended, corev1.ConditionTrue, "JobSuspended", "Job suspended"),
+		}}, want: paused},
+		{name: "suspend asked, not done yet, pod still ready", spec: batchv1.JobSpec{Suspend: ptr(true)},
+			status: batchv1.JobStatus{Active: 1, Ready: ptr(int32(1)), StartTime: &now}, want: nil},
+		{name: "suspended and being deleted", gone: true, spec: batchv1.JobSpec{Suspend: ptr(true)}, status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{
 			jobCond(batchv1.JobSuspended, corev1.ConditionTrue, "JobSuspended", "Job suspended"),
 		}}, want: nil},
+		{name: "resume asked, controller not there yet", spec: batchv1.JobSpec{Suspend: ptr(false)}, status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{
+			jobCond(batchv1.JobSuspended, corev1.ConditionTrue, "JobSuspended", "Job suspended"),
+		}}, want: nil},
+		{name: "resumed, pod ready", spec: batchv1.JobSpec{Suspend: ptr(false)}, status: batchv1.JobStatus{Active: 1, Ready: ptr(int32(1)), Conditions: []batchv1.JobCondition{
+			jobCond(batchv1.JobSuspended, corev1.ConditionFalse, "JobResumed", "Job resumed"),
+		}}, want: started("u1")},
+		{name: "suspended after completion", spec: batchv1.JobSpec{Suspend: ptr(true)}, status: batchv1.JobStatus{Succeeded: 1, Conditions: []batchv1.JobCondition{
+			jobCond(batchv1.JobSuspended, corev1.ConditionTrue, "JobSuspended", "Job suspended"),
+			jobCond(batchv1.JobComplete, corev1.ConditionTrue, "", ""),
+		}}, want: exited},
 		{name: "no conditions, succeeded", status: batchv1.JobStatus{Succeeded: 1, StartTime: &now}, want: exited},
 		{name: "no conditions, failed, backoff limit unknown", status: batchv1.JobStatus{Failed: 2, StartTime: &now}, want: failed("2 failed pods")},
 		{name: "no conditions, failed beyond the backoff limit", spec: batchv1.JobSpec{BackoffLimit: ptr(int32(6))},

@@ -535,3 +535,47 @@ func TestLogs(t *testing.T) {
 		t.Errorf("Logs(no pods) = %v, want ErrNoPod", err)
 	}
 }
+
+// TestDeploymentRestart: restart sets the template's restartedAt annotation
+// (a new rollout) and scales to 1; a deployment of another UID is left
+// alone; pause is stop.
+func TestDeploymentRestart(t *testing.T) {
+	ctx := context.Background()
+	id := runtimeid.ID{Runtime: "k8s", Namespace: "ns", Kind: runtimeid.KindDeployment, Name: "web"}
+	k := deploymentKind{}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u1"}, Spec: appsv1.DeploymentSpec{Replicas: ptr(int32(0))}}
+	if _, err := k.PlanRestart(id, nil); !errors.Is(err, ErrGone) {
+		t.Fatalf("PlanRestart of no deployment = %v, want ErrGone", err)
+	}
+	plan, err := k.PlanRestart(id, d)
+	if err != nil || !plan.Restart || plan.UID != "u1" {
+		t.Fatalf("PlanRestart = %+v, %v", plan, err)
+	}
+	c := fake.NewClientset(d.DeepCopy())
+	if _, err := k.Start(ctx, c, id, plan, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.AppsV1().Deployments("ns").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := got.Spec.Template.Annotations[RestartedAtAnnotation]
+	if first == "" || *got.Spec.Replicas != 1 {
+		t.Fatalf("after restart: annotations %v replicas %d; want %s set, 1 replica", got.Spec.Template.Annotations, *got.Spec.Replicas, RestartedAtAnnotation)
+	}
+	if _, err := k.Start(ctx, c, id, plan, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = c.AppsV1().Deployments("ns").Get(ctx, "web", metav1.GetOptions{})
+	if got.Spec.Template.Annotations[RestartedAtAnnotation] == first {
+		t.Error("a second restart did not change the template: no new rollout")
+	}
+	other := plan
+	other.UID = "u0"
+	if _, err := k.Start(ctx, c, id, other, nil); !errors.Is(err, ErrGone) {
+		t.Fatalf("restart of another deployment = %v, want ErrGone", err)
+	}
+	if k.PauseExpect() != k.StopExpect() {
+		t.Error("a deployment's pause does not end as its stop")
+	}
+}

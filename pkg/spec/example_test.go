@@ -11,7 +11,7 @@ func TestDocsExample(t *testing.T) {
 	if err := s.Validate(); err != nil {
 		t.Fatalf("docs/spec.example.yaml does not validate: %v", err)
 	}
-	if s.Name != "web-api" || s.Memory != "256Mi" || len(s.SchedulingConstraints) != 3 {
+	if s.Name != "web-api" || s.Memory != "256Mi" || len(s.SchedulingConstraints) != 3 || s.ProgressDeadline != "10m" {
 		t.Errorf("unexpected example contents: %+v", s)
 	}
 }

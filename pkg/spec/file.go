@@ -136,6 +136,7 @@ type fileSpec struct {
 	Labels                map[string]string `yaml:"labels"`
 	PullPolicy            string            `yaml:"pullPolicy"`
 	SchedulingConstraints []fileConstraint  `yaml:"schedulingConstraints"`
+	ProgressDeadline      string            `yaml:"progressDeadline"`
 }
 
 type fileVolume struct {
@@ -192,6 +193,7 @@ func (fs fileSpec) spec() ContainerSpec {
 		ExposeService:       fs.ExposeService,
 		Labels:              fs.Labels,
 		PullPolicy:          fs.PullPolicy,
+		ProgressDeadline:    fs.ProgressDeadline,
 	}
 	if len(s.Env) == 0 {
 		s.Env = nil

@@ -58,6 +58,11 @@ type ContainerSpec struct {
 	PullPolicy string `json:"pullPolicy,omitempty"`
 	// SchedulingConstraints of type node become required node affinity.
 	SchedulingConstraints []SchedulingConstraint `json:"schedulingConstraints,omitempty"`
+	// ProgressDeadline is a deployment's progressDeadlineSeconds as a
+	// duration in whole seconds, such as 90s or 10m ("" leaves the
+	// Kubernetes default, 600s): a rollout that makes no progress for so
+	// long fails with ProgressDeadlineExceeded.
+	ProgressDeadline string `json:"progressDeadline,omitempty"`
 }
 
 // Volume is a hostPath mount: Source on the node, Target in the container.

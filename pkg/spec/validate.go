@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
@@ -232,6 +233,15 @@ func (s ContainerSpec) Validate() error {
 		}
 	}
 
+	if s.ProgressDeadline != "" {
+		if _, err := s.ProgressDeadlineSeconds(); err != nil {
+			errs = append(errs, err)
+		}
+		if s.Kind() != KindDeployment {
+			add("progressDeadline %q: only a deployment has a progress deadline, not workloadKind %q", s.ProgressDeadline, s.Kind())
+		}
+	}
+
 	targets := map[string]int{}
 	for i, v := range s.Volumes {
 		if !path.IsAbs(v.Source) {
@@ -406,4 +416,28 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// maxProgressDeadline bounds progressDeadlineSeconds (an int32).
+const maxProgressDeadline = math.MaxInt32 * time.Second
+
+// ProgressDeadlineSeconds is ProgressDeadline as the Deployment's
+// progressDeadlineSeconds; 0 when unset. An error (wrapping ErrInvalid)
+// names the bad value: not a duration, not positive, not whole seconds.
+func (s ContainerSpec) ProgressDeadlineSeconds() (int32, error) {
+	if s.ProgressDeadline == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s.ProgressDeadline)
+	switch {
+	case err != nil:
+		return 0, invalidf("progressDeadline %q: not a duration; use whole seconds such as 90s or 10m", s.ProgressDeadline)
+	case d <= 0:
+		return 0, invalidf("progressDeadline %q: must be positive, such as 90s or 10m", s.ProgressDeadline)
+	case d%time.Second != 0:
+		return 0, invalidf("progressDeadline %q: must be whole seconds, such as %ds", s.ProgressDeadline, (d+time.Second-1)/time.Second)
+	case d > maxProgressDeadline:
+		return 0, invalidf("progressDeadline %q: too long; at most %ds", s.ProgressDeadline, math.MaxInt32)
+	}
+	return int32(d / time.Second), nil
 }

@@ -33,6 +33,7 @@ func TestValidate(t *testing.T) {
 			s.ExposeService = true
 			s.Labels = map[string]string{"team": "platform", "example.com/tier": ""}
 			s.PullPolicy = "Always"
+			s.ProgressDeadline = "90s"
 			s.SchedulingConstraints = []SchedulingConstraint{
 				{Type: "node", Key: "disktype", Operator: "In", Values: []string{"ssd"}},
 				{Key: "hostname", Operator: "NotIn", Values: []string{"node-1"}},
@@ -143,6 +144,18 @@ func TestValidate(t *testing.T) {
 		{name: "label bad key", edit: func(s *ContainerSpec) { s.Labels = map[string]string{"bad key": "x"} }, wantErr: `labels key "bad key"`},
 		{name: "label bad value", edit: func(s *ContainerSpec) { s.Labels = map[string]string{"team": "a b"} }, wantErr: `labels "team" value "a b"`},
 		{name: "pull policy", edit: func(s *ContainerSpec) { s.PullPolicy = "always" }, wantErr: `pullPolicy "always": must be Always or IfNotPresent`},
+		{name: "progress deadline in minutes", edit: func(s *ContainerSpec) { s.ProgressDeadline = "10m" }},
+		{name: "progress deadline not a duration", edit: func(s *ContainerSpec) { s.ProgressDeadline = "soon" },
+			wantErr: `progressDeadline "soon": not a duration; use whole seconds such as 90s or 10m`},
+		{name: "progress deadline bare number", edit: func(s *ContainerSpec) { s.ProgressDeadline = "30" },
+			wantErr: `progressDeadline "30": not a duration`},
+		{name: "progress deadline zero", edit: func(s *ContainerSpec) { s.ProgressDeadline = "0s" }, wantErr: `progressDeadline "0s": must be positive`},
+		{name: "progress deadline negative", edit: func(s *ContainerSpec) { s.ProgressDeadline = "-5s" }, wantErr: `progressDeadline "-5s": must be positive`},
+		{name: "progress deadline fraction", edit: func(s *ContainerSpec) { s.ProgressDeadline = "1500ms" },
+			wantErr: `progressDeadline "1500ms": must be whole seconds, such as 2s`},
+		{name: "progress deadline too long", edit: func(s *ContainerSpec) { s.ProgressDeadline = "1000000h" }, wantErr: `progressDeadline "1000000h": too long`},
+		{name: "progress deadline of a job", edit: func(s *ContainerSpec) { s.WorkloadKind = "job"; s.ProgressDeadline = "30s" },
+			wantErr: `progressDeadline "30s": only a deployment has a progress deadline, not workloadKind "job"`},
 		{name: "constraint type", edit: func(s *ContainerSpec) {
 			s.SchedulingConstraints = []SchedulingConstraint{{Type: "pod", Key: "a", Operator: "Exists"}}
 		}, wantErr: `schedulingConstraints[0].type "pod": must be node`},

@@ -11,21 +11,26 @@ import (
 // Next is the state machine: the state a workload in state cur moves to on
 // an event of type t, and whether the event is recorded at all. It knows no
 // kind: expect, recorded with the last request, is the observed event that
-// completes it when the kind says so (a job's stop ends with its deletion).
+// completes it when the kind says so (a job's stop ends with its deletion,
+// a job's pause with its suspension).
 //
 // Requested events are always recorded. Observed events are not recorded
-// when they say nothing new: a start when the workload is not created or
-// starting, an exit or failure after a terminal state. A deletion that
-// completes a stop (expect is ContainerDeleted) has exited, or keeps the
-// exit or failure recorded while it was stopping; any other deletion ends in
-// deleted, and a deletion confirmed after that is recorded
-// but changes nothing. Adopted and RequestFailed keep the state (the caller
-// sets it). Unknown types are not recorded.
+// when they say nothing new: a start when the workload is not created,
+// starting or paused (an unsuspended job runs again); a suspension
+// (ContainerPaused) when it is not created, starting or running, or
+// stopping for a pause (a suspension seen while a stop deletes the job
+// does not undo the stop); an exit or failure after a terminal state. A
+// deletion that completes a stop (expect is ContainerDeleted) has exited,
+// or keeps the exit or failure recorded while it was stopping; any other
+// deletion, a paused workload's too, ends in deleted, and a deletion
+// confirmed after that is recorded but changes nothing. Adopted and
+// RequestFailed keep the state (the caller sets it). Unknown types are not
+// recorded. docs/architecture.md has the whole table.
 func Next(cur State, t, expect EventType) (next State, record bool) {
 	switch t {
 	case Created:
 		return StateCreated, true
-	case StartRequested, ResumeRequested:
+	case StartRequested, ResumeRequested, RestartRequested:
 		return StateStarting, true
 	case StopRequested, PauseRequested:
 		return StateStopping, true
@@ -34,8 +39,16 @@ func Next(cur State, t, expect EventType) (next State, record bool) {
 	case Adopted, RequestFailed:
 		return cur, true
 	case ContainerStarted:
-		if cur == StateCreated || cur == StateStarting {
+		if cur == StateCreated || cur == StateStarting || cur == StatePaused {
 			return StateRunning, true
+		}
+		return cur, false
+	case ContainerPaused:
+		switch {
+		case cur == StateCreated || cur == StateStarting || cur == StateRunning:
+			return StatePaused, true
+		case cur == StateStopping && expect == ContainerPaused:
+			return StatePaused, true
 		}
 		return cur, false
 	case ContainerExited:
@@ -250,11 +263,19 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 		}
 	}
 
-	ins := a.insert
-	if observed {
+	// A job may be suspended and unsuspended any number of times within one
+	// request (Kueue preempts and admits it again), so a suspension and a
+	// start out of paused are not made idempotent by the unique index of
+	// observed events, which allows one per (object, type, epoch): they are
+	// recorded with observed = 0, once per change of state, and the write
+	// transaction, which reads the state it changes, keeps two processes
+	// from recording the same change twice.
+	toggle := t.Type == ContainerPaused || (t.Type == ContainerStarted && w.State == StatePaused)
+	ins, dedupe := a.insert, observed && !toggle
+	if dedupe {
 		ins = a.insertObserved
 	}
-	res, err := ins.ExecContext(ctx, ev.RuntimeID, string(ev.Type), ev.Message, ev.UID, epoch, observed, toDB(ev.Time))
+	res, err := ins.ExecContext(ctx, ev.RuntimeID, string(ev.Type), ev.Message, ev.UID, epoch, dedupe, toDB(ev.Time))
 	if err != nil {
 		return Applied{}, err
 	}

@@ -91,6 +91,114 @@ func TestNext(t *testing.T) {
 	}
 }
 
+// TestNextPaused is the paused state's part of the table, with the
+// expectation the last request recorded (a job's pause ends with its
+// suspension, its stop with its deletion).
+func TestNextPaused(t *testing.T) {
+	tests := []struct {
+		cur        State
+		ev, expect EventType
+		want       State
+		wantRecord bool
+	}{
+		// A suspension is seen while it runs, or completes a pause.
+		{StateCreated, ContainerPaused, "", StatePaused, true},
+		{StateStarting, ContainerPaused, "", StatePaused, true},
+		{StateRunning, ContainerPaused, "", StatePaused, true},
+		{StateStopping, ContainerPaused, ContainerPaused, StatePaused, true},
+		// A stop deleting the job stands; nothing new when paused or ended.
+		{StateStopping, ContainerPaused, ContainerDeleted, StateStopping, false},
+		{StatePaused, ContainerPaused, ContainerPaused, StatePaused, false},
+		{StateExited, ContainerPaused, "", StateExited, false},
+		{StateFailed, ContainerPaused, "", StateFailed, false},
+		{StateDeleted, ContainerPaused, "", StateDeleted, false},
+		// Unsuspended, it runs again.
+		{StatePaused, ContainerStarted, ContainerPaused, StateRunning, true},
+		{StatePaused, ContainerStarted, "", StateRunning, true},
+		// Requests from paused.
+		{StatePaused, StartRequested, ContainerPaused, StateStarting, true},
+		{StatePaused, ResumeRequested, ContainerPaused, StateStarting, true},
+		{StatePaused, RestartRequested, ContainerPaused, StateStarting, true},
+		{StatePaused, StopRequested, ContainerPaused, StateStopping, true},
+		{StatePaused, PauseRequested, ContainerPaused, StateStopping, true},
+		{StatePaused, DeleteRequested, ContainerPaused, StateDeleted, true},
+		{StatePaused, RequestFailed, ContainerPaused, StatePaused, true},
+		// A restart is a start.
+		{StateRunning, RestartRequested, "", StateStarting, true},
+		{StateFailed, RestartRequested, "", StateStarting, true},
+		// Paused is not terminal: an end or a deletion is recorded.
+		{StatePaused, ContainerExited, ContainerPaused, StateExited, true},
+		{StatePaused, ContainerFailed, ContainerPaused, StateFailed, true},
+		{StatePaused, ContainerDeleted, ContainerPaused, StateDeleted, true},
+		{StatePaused, ContainerDeleted, "", StateDeleted, true},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s %s expect %s", tt.cur, tt.ev, tt.expect), func(t *testing.T) {
+			next, record := Next(tt.cur, tt.ev, tt.expect)
+			if next != tt.want || record != tt.wantRecord {
+				t.Errorf("Next(%s, %s, %s) = %s, %v; want %s, %v", tt.cur, tt.ev, tt.expect, next, record, tt.want, tt.wantRecord)
+			}
+		})
+	}
+	if StatePaused.Terminal() {
+		t.Error("paused is terminal; a suspended job must stay monitored")
+	}
+}
+
+// TestSuspendToggles: a job suspended and unsuspended again and again within
+// one request (Kueue's preemptions) is recorded paused and running each
+// time, once per change even when two stores see every change.
+func TestSuspendToggles(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	a, _ := openAt(t, path)
+	b, _ := openAt(t, path)
+	w := workload("default", "job", "j")
+	w.UID = "u"
+	mustPut(t, a, w)
+	id := w.RuntimeID
+	for round := range 3 {
+		for _, step := range []struct {
+			typ  EventType
+			want State
+		}{{ContainerPaused, StatePaused}, {ContainerStarted, StateRunning}} {
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			applied := 0
+			for _, s := range []*Store{a, b, a, b} {
+				wg.Go(func() {
+					_, ok, err := s.Apply(ctx, Transition{RuntimeID: id, Type: step.typ, UID: "u", Message: map[EventType]string{ContainerPaused: SuspendedMessage}[step.typ]})
+					if err != nil {
+						t.Error(err)
+					}
+					if ok {
+						mu.Lock()
+						applied++
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			if applied != 1 {
+				t.Fatalf("round %d: %s applied %d times, want once", round, step.typ, applied)
+			}
+			got, err := a.Get(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.State != step.want || got.Epoch != 1 {
+				t.Fatalf("round %d: after %s the record is %s epoch %d, want %s epoch 1", round, step.typ, got.State, got.Epoch, step.want)
+			}
+		}
+	}
+	if n := countEvents(t, a.db, id, ContainerPaused); n != 3 {
+		t.Errorf("%d ContainerPaused events, want 3", n)
+	}
+	if n := countEvents(t, a.db, id, ContainerStarted); n != 3 {
+		t.Errorf("%d ContainerStarted events, want 3", n)
+	}
+}
+
 // TestApply runs sequences of transitions from a fresh record (state created,
 // run 1) and checks what was recorded and the record at the end.
 func TestApply(t *testing.T) {

@@ -15,10 +15,14 @@ type State string
 
 // States. Exited, failed and deleted are terminal: nothing is monitored after them
 // (start/resume can still move exited and failed workloads back to starting).
+// Paused is not terminal: a suspended job (spec.suspend, set by gobrave's
+// pause or from outside, as Kueue or kubectl patch do) is still monitored,
+// and runs again when it is unsuspended.
 const (
 	StateCreated  State = "created"
 	StateStarting State = "starting"
 	StateRunning  State = "running"
+	StatePaused   State = "paused"
 	StateStopping State = "stopping"
 	StateExited   State = "exited"
 	StateFailed   State = "failed"
@@ -39,7 +43,15 @@ const (
 	ContainerExited  EventType = "ContainerExited"
 	ContainerFailed  EventType = "ContainerFailed"
 	ContainerDeleted EventType = "ContainerDeleted"
+	// ContainerPaused says the workload is suspended: its pods are gone and
+	// its object is kept (a Job with spec.suspend whose Suspended condition
+	// the job controller set). Its message is SuspendedMessage.
+	ContainerPaused EventType = "ContainerPaused"
 )
+
+// SuspendedMessage is the message of a ContainerPaused event of a suspended
+// job: the machine-readable reason of the paused state.
+const SuspendedMessage = "suspended"
 
 // Requested event types, recorded by the lifecycle verbs.
 const (
@@ -48,8 +60,11 @@ const (
 	StopRequested   EventType = "StopRequested"
 	PauseRequested  EventType = "PauseRequested"
 	ResumeRequested EventType = "ResumeRequested"
-	DeleteRequested EventType = "DeleteRequested"
-	Adopted         EventType = "Adopted"
+	// RestartRequested asks for a new run: a rollout restart of a
+	// deployment, a job deleted and created again from the recorded spec.
+	RestartRequested EventType = "RestartRequested"
+	DeleteRequested  EventType = "DeleteRequested"
+	Adopted          EventType = "Adopted"
 	// RequestFailed compensates a requested event whose action failed: it
 	// puts the state back to what it was before the request (when no later
 	// request came) and keeps the error as its message.
@@ -59,7 +74,7 @@ const (
 // Observed reports whether t comes from the monitor rather than from a verb.
 func (t EventType) Observed() bool {
 	switch t {
-	case ContainerStarted, ContainerExited, ContainerFailed, ContainerDeleted:
+	case ContainerStarted, ContainerExited, ContainerFailed, ContainerDeleted, ContainerPaused:
 		return true
 	}
 	return false

@@ -394,7 +394,7 @@ func placeholders(n int) string {
 
 func (s State) known() bool {
 	switch s {
-	case StateCreated, StateStarting, StateRunning, StateStopping, StateExited, StateFailed, StateDeleted:
+	case StateCreated, StateStarting, StateRunning, StatePaused, StateStopping, StateExited, StateFailed, StateDeleted:
 		return true
 	}
 	return false
@@ -402,7 +402,7 @@ func (s State) known() bool {
 
 func (t EventType) known() bool {
 	switch t {
-	case Created, StartRequested, StopRequested, PauseRequested, ResumeRequested, DeleteRequested, Adopted, RequestFailed:
+	case Created, StartRequested, StopRequested, PauseRequested, ResumeRequested, RestartRequested, DeleteRequested, Adopted, RequestFailed:
 		return true
 	}
 	return t.Observed()

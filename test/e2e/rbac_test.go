@@ -98,8 +98,13 @@ func TestRBACNamespacedRole(t *testing.T) {
 	mustSA("logs", "web", "--tail", "1")
 	mustSA("stop", "web", "--wait", "--timeout", "2m")
 	mustSA("start", "web", "--wait", "--timeout", "2m")
+	mustSA("restart", "web", "--wait", "--timeout", "2m")
+	mustSA("restart", "task", "--wait", "--timeout", "2m")
+	mustSA("create", "held", "--kind", "job", "--image", "registry.invalid/job:1", "--label", labelHold+"=true")
+	mustSA("pause", "held", "--wait", "--timeout", "2m")
+	mustSA("resume", "held", "--wait", "--timeout", "2m")
 	mustSA("recover", "--once")
-	mustSA("delete", "web", "task", "--wait", "--timeout", "2m")
+	mustSA("delete", "web", "task", "held", "--wait", "--timeout", "2m")
 	mustSA("events", "web")
 
 	// Another namespace: forbidden, named clearly, exit 1, nothing recorded.

@@ -66,7 +66,7 @@ var requestOf = map[string]string{"start": "StartRequested", "stop": "StopReques
 
 // epochTypes are the requested events that raise a record's epoch: every request but
 // RequestFailed (pkg/store). An observed event is recorded once per object, type and epoch.
-var epochTypes = []string{"Created", "StartRequested", "StopRequested", "PauseRequested", "ResumeRequested", "DeleteRequested", "Adopted"}
+var epochTypes = []string{"Created", "StartRequested", "StopRequested", "PauseRequested", "ResumeRequested", "RestartRequested", "DeleteRequested", "Adopted"}
 
 // id is the runtime ID of kind/name in the test's namespace.
 func (e *monEnv) id(kind, name string) string {
@@ -528,12 +528,27 @@ func deploymentSettled(d *appsv1.Deployment) bool {
 	return d.Status.Replicas == want && d.Status.ReadyReplicas == want
 }
 
-// jobSettled reports whether a job is finished, or is a held job whose pod runs.
+// jobSettled reports whether a job is finished, suspended (pause), or is a held job whose pod
+// runs.
 func jobSettled(j *batchv1.Job) bool {
 	if j.DeletionTimestamp != nil {
 		return false
 	}
-	return jobFinished(j) != "" || (j.Spec.Template.Labels[labelHold] != "" && jobRunning(j))
+	return jobFinished(j) != "" || jobSuspended(j) || (j.Spec.Template.Labels[labelHold] != "" && jobRunning(j))
+}
+
+// jobSuspended reports whether the job controller has suspended a job asked to suspend: its
+// Suspended condition is true and no pod is active.
+func jobSuspended(j *batchv1.Job) bool {
+	if j.Spec.Suspend == nil || !*j.Spec.Suspend || j.Status.Active > 0 {
+		return false
+	}
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobSuspended && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 // jobFinished is "Complete" or "Failed" for a finished job, else "".
@@ -598,7 +613,12 @@ func TestRecordSecondStop(t *testing.T) {
 			e.runOK("wait", id, "--for=started", "--timeout=10m")
 			uid := e.recordOf(id).UID
 			want := []string{"Created", "ContainerStarted"}
-			for _, verb := range []string{"stop", "stop", "pause", "pause"} {
+			verbs := []string{"stop", "stop", "pause", "pause"}
+			if kind == runtimeid.KindJob {
+				// A job's pause suspends it: a stopped job has nothing to pause.
+				verbs = verbs[:2]
+			}
+			for _, verb := range verbs {
 				r := e.run(verb, id, "--wait", "--timeout=10m")
 				requireExit(t, verb+" --wait", r, 0)
 				if w := fmt.Sprintf("%s/twice %s (%s)\n", resourceOf[kind], pastOf[verb], id); r.stdout != w {
@@ -1720,6 +1740,9 @@ func TestRecordRandomWalk(t *testing.T) {
 			wantOf[id] = []string{"failed"}
 		default:
 			wantOf[id] = []string{"running"}
+			if jobSuspended(j) {
+				wantOf[id] = []string{"paused"}
+			}
 		}
 	}
 
@@ -1740,7 +1763,13 @@ func TestRecordRandomWalk(t *testing.T) {
 		if !present {
 			want = []string{"deleted"}
 			if w.Kind == runtimeid.KindJob && (last == "StopRequested" || last == "PauseRequested") {
+				// A pause of a job being deleted by a stop is refused
+				// (RequestFailed): the stop stands. One that was not
+				// refused kept the job, so its absence is a deletion.
 				want = []string{"exited"}
+				if last == "PauseRequested" {
+					want = append(want, "deleted")
+				}
 				if fails[id] {
 					want = append(want, "failed")
 				}

@@ -367,9 +367,9 @@ schedulingConstraints:
 			t.Fatalf("held job record state=%s uid=%s, want running and %s", w.State, w.UID, uids[0])
 		}
 
-		steps := []struct{ stop, start string }{{"stop", "start"}, {"pause", "resume"}}
+		steps := []struct{ stop, start string }{{"stop", "start"}}
 		for _, s := range steps {
-			past := map[string]string{"stop": "stopped", "pause": "paused"}[s.stop]
+			past := map[string]string{"stop": "stopped"}[s.stop]
 			r := runOK(t, s.stop, id, "--wait", "--timeout", "2m")
 			if want := fmt.Sprintf("job.batch/held %s (%s)\n", past, id); r.stdout != want {
 				t.Errorf("%s printed %q, want %q", s.stop, r.stdout, want)
@@ -381,7 +381,7 @@ schedulingConstraints:
 				t.Errorf("after %s --wait: record state=%s message=%q, want exited, \"stopped\"", s.stop, w.State, w.Message)
 			}
 
-			past = map[string]string{"start": "started", "resume": "resumed"}[s.start]
+			past = map[string]string{"start": "started"}[s.start]
 			r = runOK(t, s.start, id, "--wait", "--timeout", "2m")
 			if want := fmt.Sprintf("job.batch/held %s (%s)\n", past, id); r.stdout != want {
 				t.Errorf("%s printed %q, want %q", s.start, r.stdout, want)
@@ -396,15 +396,39 @@ schedulingConstraints:
 				t.Errorf("after %s --wait: record state=%s uid=%s, want running and the new job's %s", s.start, w.State, w.UID, uid)
 			}
 		}
+		// pause suspends the job: its pods go, the job stays; resume
+		// unsuspends the same job.
+		r := runOK(t, "pause", id, "--wait", "--timeout", "2m")
+		if want := fmt.Sprintf("job.batch/held paused (%s)\n", id); r.stdout != want {
+			t.Errorf("pause printed %q, want %q", r.stdout, want)
+		}
+		if w := record(t, id); w.State != "paused" || w.UID != uids[1] || w.Message != "suspended" {
+			t.Errorf("after pause --wait: record state=%s uid=%s message=%q, want paused, %s, \"suspended\"", w.State, w.UID, w.Message, uids[1])
+		}
+		waitNoPods(t, ns, "job-name=held")
+		if uid := jobUID(t, ns, "held"); uid != uids[1] {
+			t.Errorf("after pause: job uid %s, want the same job %s", uid, uids[1])
+		}
+		r = runOK(t, "resume", id, "--wait", "--timeout", "2m")
+		if want := fmt.Sprintf("job.batch/held resumed (%s)\n", id); r.stdout != want {
+			t.Errorf("resume printed %q, want %q", r.stdout, want)
+		}
+		if uid := jobUID(t, ns, "held"); uid != uids[1] {
+			t.Errorf("after resume: job uid %s, want the same job %s", uid, uids[1])
+		}
+		waitPodRunning(t, ns, "job-name=held")
+		if w := record(t, id); w.State != "running" || w.UID != uids[1] {
+			t.Errorf("after resume --wait: record state=%s uid=%s, want running and %s", w.State, w.UID, uids[1])
+		}
 		evs := events(t, id)
 		requireTypes(t, evs,
 			"Created", "ContainerStarted",
 			"StopRequested", "ContainerDeleted",
 			"StartRequested", "ContainerStarted",
-			"PauseRequested", "ContainerDeleted",
+			"PauseRequested", "ContainerPaused",
 			"ResumeRequested", "ContainerStarted")
 		if len(evs) == 10 {
-			wantUIDs := []string{uids[0], uids[0], uids[0], uids[0], uids[1], uids[1], uids[1], uids[1], uids[2], uids[2]}
+			wantUIDs := []string{uids[0], uids[0], uids[0], uids[0], uids[1], uids[1], uids[1], uids[1], uids[1], uids[1]}
 			for i, e := range evs {
 				if e.UID != wantUIDs[i] {
 					t.Errorf("event %d %s is about uid %s, want %s", i, e.Type, e.UID, wantUIDs[i])
