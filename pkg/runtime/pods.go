@@ -187,6 +187,13 @@ type Info struct {
 	Image     string `json:"image"`
 	Ready     bool   `json:"ready"`
 	Restarts  int32  `json:"restarts"`
+	// PodReason and PodMessage say why the newest pod does not run (see
+	// PodStatusOf): a container's waiting reason or Unschedulable.
+	PodReason  string `json:"podReason"`
+	PodMessage string `json:"podMessage"`
+	// LastTermination is how a container of the newest pod last ended (a
+	// crash-looping container's last exit code and reason).
+	LastTermination *Termination `json:"lastTermination"`
 	// Exists is false when the workload object is gone from the cluster.
 	Exists bool   `json:"exists"`
 	UID    string `json:"uid,omitempty"`
@@ -223,6 +230,8 @@ func (r *Runtime) Inspect(ctx context.Context, id runtimeid.ID, uid string) (Inf
 		for _, cs := range pod.Status.ContainerStatuses {
 			info.Restarts += cs.RestartCount
 		}
+		ps := PodStatusOf(pod)
+		info.PodReason, info.PodMessage, info.LastTermination = ps.Reason, ps.Message, ps.LastTermination
 		for _, c := range pod.Status.Conditions {
 			if c.Type == corev1.PodReady {
 				info.Ready = c.Status == corev1.ConditionTrue
