@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -105,6 +106,24 @@ func (r *Runtime) deploymentPods(ctx context.Context, id runtimeid.ID, uid strin
 		return nil, err
 	}
 	return ownedPods(pods.Items, owners), nil
+}
+
+// PodOwners is the set of controller UIDs whose pods belong to the workload
+// object uid of kind: a Job's own UID; a Deployment's ReplicaSets, those of
+// rss it controls.
+func PodOwners(kind string, uid types.UID, rss []*appsv1.ReplicaSet) map[types.UID]bool {
+	owners := map[types.UID]bool{}
+	switch kind {
+	case runtimeid.KindJob:
+		owners[uid] = true
+	case runtimeid.KindDeployment:
+		for _, rs := range rss {
+			if ref := metav1.GetControllerOf(rs); ref != nil && ref.UID == uid {
+				owners[rs.UID] = true
+			}
+		}
+	}
+	return owners
 }
 
 // ownedPods keeps the pods whose controller owner reference is one of owners.
