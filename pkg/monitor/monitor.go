@@ -107,11 +107,11 @@ type Monitor struct {
 	changed    map[string]bool
 	terminal   map[string]bool
 	reattached int
-	lastSeq    int64 // events up to here were polled
-	seqSet     bool  // lastSeq was read: the history is polled (not with Once)
-	inflight   int   // confirming GETs
+	lastSeq    int64                // events up to here were polled
+	seqSet     bool                 // lastSeq was read: the history is polled (not with Once)
+	inflight   int                  // confirming GETs
 	podCaches  map[string]*podCache // by informer scope, "" cluster-wide
-	started    bool  // Run was called
+	started    bool                 // Run was called
 
 	wake chan struct{} // Add, a finished ID or a GET done: the control loop looks again
 

@@ -272,10 +272,10 @@ func (jobKind) Slim(obj any) (any, bool) {
 		Status: batchv1.JobStatus{
 			StartTime:      o.Status.StartTime,
 			CompletionTime: o.Status.CompletionTime,
-			Active:    o.Status.Active,
-			Succeeded: o.Status.Succeeded,
-			Failed:    o.Status.Failed,
-			Ready:     o.Status.Ready,
+			Active:         o.Status.Active,
+			Succeeded:      o.Status.Succeeded,
+			Failed:         o.Status.Failed,
+			Ready:          o.Status.Ready,
 		},
 	}
 	if len(o.Status.Conditions) > 0 {
