@@ -134,14 +134,14 @@ func (o *PsOptions) Run(ctx context.Context) error {
 	}
 	tw := printers.GetNewTabWriter(o.Out)
 	if o.Output == "wide" {
-		fmt.Fprintln(tw, "RUNTIME ID\tKIND\tSTATE\tAGE\tRUNTIME\tNAMESPACE\tNAME\tUID\tUPDATED\tMESSAGE")
+		fmt.Fprintln(tw, "RUNTIME ID\tKIND\tSTATE\tAGE\tRUNTIME\tNAMESPACE\tNAME\tUID\tUPDATED\tREASON\tEXIT CODE\tMESSAGE")
 	} else {
 		fmt.Fprintln(tw, "RUNTIME ID\tKIND\tSTATE\tAGE")
 	}
 	for _, w := range ws {
 		if o.Output == "wide" {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", w.RuntimeID, w.Kind, state(w.State), age(w.CreatedAt, now),
-				w.Runtime, w.Namespace, w.Name, orNone(w.UID), age(w.UpdatedAt, now), orNone(w.Message))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", w.RuntimeID, w.Kind, state(w.State), age(w.CreatedAt, now),
+				w.Runtime, w.Namespace, w.Name, orNone(w.UID), age(w.UpdatedAt, now), orNone(w.Reason), exitCodeText(w.ExitCode), orNone(escapeText(w.Message)))
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", w.RuntimeID, w.Kind, state(w.State), age(w.CreatedAt, now))

@@ -8,9 +8,11 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -68,6 +70,100 @@ func (c Condition) check(w store.Workload) (ok, impossible bool) {
 		return w.State.Terminal(), false
 	}
 	return false, false
+}
+
+// failsFast reports whether a workload recorded with a waiting reason that
+// ends a wait (runtime.Fatal: its image cannot be pulled, it crash-loops …)
+// can no longer be expected to meet c on its own: every condition but
+// failed and deleted waits for it to run. Only while it is starting or
+// running: a stop's wait is not about the pod's trouble.
+func (c Condition) failsFast(w store.Workload) bool {
+	switch c {
+	case ConditionStarted, ConditionExited, ConditionTerminal:
+	default:
+		return false
+	}
+	switch w.State {
+	case store.StateCreated, store.StateStarting, store.StateRunning:
+		return runtime.Fatal(w.Reason)
+	}
+	return false
+}
+
+// StuckError ends a wait at once: a workload's newest pod waits with a
+// reason that will not go away without the user. Its message is one line
+// per workload: the ID, the reason, the kubelet's message (escaped for the
+// terminal) and what to do.
+type StuckError struct {
+	Lines []string
+}
+
+func (e *StuckError) Error() string { return strings.Join(e.Lines, "; ") }
+
+// stuckLine is the StuckError line of w.
+func stuckLine(w store.Workload) string {
+	msg := ""
+	if w.Message != "" {
+		msg = ": " + escapeText(w.Message)
+	}
+	return fmt.Sprintf("%s: %s%s (%s; kubectl gobrave inspect %s)", w.RuntimeID, w.Reason, msg, reasonHint(w), w.Name)
+}
+
+// reasonHint says what to do about a recorded reason.
+func reasonHint(w store.Workload) string {
+	switch w.Reason {
+	case runtime.ReasonErrImagePull, runtime.ReasonImagePullBackOff:
+		return "check the image name and pull secrets"
+	case runtime.ReasonInvalidImageName:
+		return "fix the image reference: registry/name:tag or name@sha256:digest"
+	case runtime.ReasonCreateContainerConfigError:
+		return "check the Secrets, ConfigMaps and environment the spec refers to"
+	case runtime.ReasonCreateContainerError:
+		return "check the command, entrypoint and mounts of the spec"
+	case runtime.ReasonCrashLoopBackOff:
+		return "the container keeps exiting: see kubectl gobrave logs --previous " + w.Name
+	case runtime.ReasonUnschedulable:
+		return "no node fits the pod: check --node-constraint and the CPU and memory requests, or add nodes"
+	}
+	return "see the pod with kubectl describe"
+}
+
+// reasonNote is ", Reason: message" for a pending workload with a reason,
+// for the progress line and the timeout error.
+func reasonNote(w store.Workload) string {
+	if w.Reason == "" {
+		return ""
+	}
+	if w.Message == "" {
+		return ", " + w.Reason
+	}
+	return ", " + w.Reason + ": " + escapeText(w.Message)
+}
+
+// escapeText makes text from the cluster safe to print on a terminal:
+// control and other non-printable characters (escape sequences, carriage
+// returns, bidirectional overrides) are written as Go escapes.
+func escapeText(s string) string {
+	clean := true
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsPrint(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
 }
 
 // owner identifies this process for monitor leases.
@@ -317,11 +413,15 @@ func (f *Factory) waitFor(ctx context.Context, st *store.Store, ws []store.Workl
 		monErr <- err
 	}()
 
-	var failed []string
+	var failed, stuck []string
 	bar := newProgress(progress)
 	defer bar.done()
 	check := func(ctx context.Context) (bool, error) {
-		defer func() { bar.update("waiting for %s: %d of %d met", cond, len(ws)-len(pending), len(ws)) }()
+		var notes []string
+		defer func() {
+			sort.Strings(notes)
+			bar.update("waiting for %s: %d of %d met%s", cond, len(ws)-len(pending), len(ws), strings.Join(notes, ""))
+		}()
 		for id := range pending {
 			w, err := st.Get(ctx, id)
 			if err != nil {
@@ -333,10 +433,15 @@ func (f *Factory) waitFor(ctx context.Context, st *store.Store, ws []store.Workl
 				delete(pending, id)
 			case impossible:
 				delete(pending, id)
-				failed = append(failed, fmt.Sprintf("%s is %s (%s)", id, w.State, w.Message))
+				failed = append(failed, fmt.Sprintf("%s is %s (%s)", id, w.State, escapeText(w.Message)))
+			case cond.failsFast(w):
+				delete(pending, id)
+				stuck = append(stuck, stuckLine(w))
+			case w.Reason != "":
+				notes = append(notes, "; "+id+reasonNote(w))
 			}
 		}
-		return len(pending) == 0 || len(failed) > 0, nil
+		return len(pending) == 0 || len(failed)+len(stuck) > 0, nil
 	}
 	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		select {
@@ -352,6 +457,15 @@ func (f *Factory) waitFor(ctx context.Context, st *store.Store, ws []store.Workl
 	// Let the monitors record what is pending and release their leases.
 	stopMonitors()
 	<-monDone
+	if len(stuck) > 0 {
+		sort.Strings(stuck)
+		err := error(&StuckError{Lines: stuck})
+		if len(failed) > 0 {
+			sort.Strings(failed)
+			err = errors.Join(err, fmt.Errorf("wait for %s: %s", cond, strings.Join(failed, "; ")))
+		}
+		return err
+	}
 	if len(failed) > 0 {
 		sort.Strings(failed)
 		return fmt.Errorf("wait for %s: %s", cond, strings.Join(failed, "; "))
@@ -364,7 +478,7 @@ func (f *Factory) waitFor(ctx context.Context, st *store.Store, ws []store.Workl
 				if cur.State == "" {
 					cur = w
 				}
-				ids = append(ids, fmt.Sprintf("%s (%s)", id, cur.State))
+				ids = append(ids, fmt.Sprintf("%s (%s%s)", id, cur.State, reasonNote(cur)))
 			}
 			sort.Strings(ids)
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
