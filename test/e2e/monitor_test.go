@@ -83,6 +83,8 @@ type monWorkload struct {
 	UID       string `json:"uid"`
 	State     string `json:"state"`
 	Message   string `json:"message"`
+	Reason    string `json:"reason"`
+	ExitCode  *int32 `json:"exitCode"`
 }
 
 type monEvent struct {
@@ -91,6 +93,8 @@ type monEvent struct {
 	Message   string    `json:"message"`
 	UID       string    `json:"uid"`
 	Time      time.Time `json:"time"`
+	Reason    string    `json:"reason"`
+	ExitCode  *int32    `json:"exitCode"`
 }
 
 func (ev monEvent) String() string {
