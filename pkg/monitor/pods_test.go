@@ -107,3 +107,36 @@ func TestPodReasons(t *testing.T) {
 		t.Errorf("job state %s, want starting: a waiting reason moves no state", s)
 	}
 }
+
+// TestFailureExitCodeFromCache: a failed job's exit code comes from the pod
+// cache when its pods are there: no pod list beyond the informer's.
+func TestFailureExitCodeFromCache(t *testing.T) {
+	st := newStore(t)
+	id := jobID("ns", "task")
+	record(t, st, id, "j1", store.StateRunning)
+	failed := batchv1.JobStatus{Failed: 1, Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded"}}}
+	pod := ownedPod("ns", "task-1", "task", metav1.OwnerReference{Kind: "Job", Name: "task", UID: "j1"}, 0, corev1.PodStatus{Phase: corev1.PodFailed,
+		ContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 9, Reason: "Error"}}}}})
+	client := fake.NewClientset(job("ns", "task", "j1", batchv1.JobStatus{Active: 1, Ready: ptr.To(int32(1))}), pod)
+	isWatched := watched(client)
+	m := New(client, st, Options{Owner: owner("a")})
+	m.Add(id)
+	done := start(t.Context(), m)
+	// The job fails once the pods are cached, as on a cluster where the
+	// pod failed first.
+	eventually(t, "the watches", func() bool { return isWatched("pods") && isWatched("jobs") })
+	updateJobStatus(t, client, "ns", "task", failed)
+	if r := await(t, done); r.err != nil {
+		t.Fatal(r.err)
+	}
+	w, err := st.Get(t.Context(), id.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.State != store.StateFailed || w.ExitCode == nil || *w.ExitCode != 9 || w.Message != "exit code 9 (Error): BackoffLimitExceeded" {
+		t.Errorf("record %s, exit code %v, %q; want failed, 9, the exit code in the message", w.State, w.ExitCode, w.Message)
+	}
+	if n := count(client)["list pods"]; n != 1 {
+		t.Errorf("%d pod lists, want 1 (the informer's)", n)
+	}
+}
