@@ -33,7 +33,7 @@ func (p *eventPrinter) print(e store.Event) {
 		fmt.Fprintf(p.w, "%s\n", b)
 		return
 	}
-	fmt.Fprintf(p.w, "%s  %s  %s  %s\n", v.Time.Local().Format(time.RFC3339), v.RuntimeID, v.Type, v.Message)
+	fmt.Fprintf(p.w, "%s  %s  %s  %s\n", v.Time.Local().Format(time.RFC3339), v.RuntimeID, v.Type, escapeText(v.Message))
 }
 
 // MonitorOptions are the options of monitor.

@@ -35,3 +35,20 @@ func TestNoProgressOrColorOffTerminal(t *testing.T) {
 		t.Error("colour enabled on a non-terminal")
 	}
 }
+
+func TestEscapeText(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`Back-off pulling image "ngnix:1.27"`, `Back-off pulling image "ngnix:1.27"`},
+		{"0/3 nodes are available: 3 Insufficient cpu. préemption", "0/3 nodes are available: 3 Insufficient cpu. préemption"},
+		{"evil\x1b[2J\x1b]0;title\x07", `evil\x1b[2J\x1b]0;title\a`},
+		{"line\r\nnext\ttab", `line\r\nnext\ttab`},
+		{"rtl \u202egpj.exe", `rtl \u202egpj.exe`},
+		{"bad utf8 \xff", `bad utf8 \xff`},
+		{"replacement \ufffd kept", "replacement \ufffd kept"},
+	}
+	for _, tt := range tests {
+		if got := escapeText(tt.in); got != tt.want {
+			t.Errorf("escapeText(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

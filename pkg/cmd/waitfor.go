@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -145,8 +146,8 @@ func reasonNote(w store.Workload) string {
 // returns, bidirectional overrides) are written as Go escapes.
 func escapeText(s string) string {
 	clean := true
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
+	for i, r := range s {
+		if !printable(s, i, r) {
 			clean = false
 			break
 		}
@@ -155,15 +156,27 @@ func escapeText(s string) string {
 		return s
 	}
 	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsPrint(r) {
+	for i, r := range s {
+		switch {
+		case printable(s, i, r):
 			b.WriteRune(r)
-			continue
+		case r == utf8.RuneError:
+			fmt.Fprintf(&b, `\x%02x`, s[i]) // a byte that is not UTF-8
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
 		}
-		q := strconv.QuoteRune(r)
-		b.WriteString(q[1 : len(q)-1])
 	}
 	return b.String()
+}
+
+// printable reports whether r, decoded at s[i], prints as itself.
+func printable(s string, i int, r rune) bool {
+	if r == utf8.RuneError {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		return size > 1 // U+FFFD itself, not a bad byte
+	}
+	return unicode.IsPrint(r)
 }
 
 // owner identifies this process for monitor leases.

@@ -207,7 +207,7 @@ schedulingConstraints:
 		}
 		r = runOK(t, "ps", "-n", ns, "-a", "-o", "wide")
 		lines = nonEmptyLines(r.stdout)
-		wantHeader := []string{"RUNTIME", "ID", "KIND", "STATE", "AGE", "RUNTIME", "NAMESPACE", "NAME", "UID", "UPDATED", "MESSAGE"}
+		wantHeader := []string{"RUNTIME", "ID", "KIND", "STATE", "AGE", "RUNTIME", "NAMESPACE", "NAME", "UID", "UPDATED", "REASON", "EXIT", "CODE", "MESSAGE"}
 		if len(lines) != 3 || !slices.Equal(strings.Fields(lines[0]), wantHeader) {
 			t.Fatalf("ps -o wide:\n%s", r.stdout)
 		}
