@@ -337,6 +337,15 @@ func TestEvents(t *testing.T) {
 		if diff := cmp.Diff(want, h.history(webID)); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
+		// The structured reasons: the stop's exit and the deletion.
+		var reasons []string
+		for _, e := range evs {
+			reasons = append(reasons, e.Type+":"+e.Reason)
+		}
+		wantReasons := []string{"Created:", "StopRequested:", "ContainerExited:Stopped", "StartRequested:", "DeleteRequested:Deleted", "ContainerDeleted:Deleted"}
+		if diff := cmp.Diff(wantReasons, reasons); diff != "" {
+			t.Errorf("reasons (-want +got):\n%s", diff)
+		}
 		for i := 1; i < len(evs); i++ {
 			if evs[i].Time.Before(evs[i-1].Time) {
 				t.Errorf("event %d (%v) is older than event %d (%v): want oldest first", i, evs[i].Time, i-1, evs[i-1].Time)
