@@ -11,6 +11,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
 
 // setJobStatus sets the status of a job in the fake cluster, as the job
@@ -299,5 +301,40 @@ func TestWaitFailsFast(t *testing.T) {
 				t.Errorf("last event %s %q, want ContainerWaiting %q", last.Type, last.Reason, tt.wantReason)
 			}
 		})
+	}
+}
+
+// TestWaitStaleReason: a waiting reason recorded before the wait began,
+// whose pod has recovered since (the image appeared), does not end the
+// wait: the pod is read to confirm it, and the wait goes on until the
+// workload starts.
+func TestWaitStaleReason(t *testing.T) {
+	h := newHarness(t)
+	seedWebTask(t, h)
+	d, err := h.deployment("", "default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(t.Context(), h.statePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ok, err := st.Apply(t.Context(), store.Transition{RuntimeID: webID, Type: store.ContainerWaiting, UID: string(d.UID),
+		Message: `Back-off pulling image "nginx:1.27"`, Result: store.Result{Reason: "ImagePullBackOff"}})
+	st.Close()
+	if err != nil || !ok {
+		t.Fatalf("record the old reason: %v, %v", ok, err)
+	}
+	h.addOwnedPod("", "deployment", podOf("default", "web", "web-1")) // running and ready now
+	ch := h.runAsync(t.Context(), "wait", "web", "--for=started", "--timeout=30s")
+	eventually(t, "the monitor's watch", func() bool { return h.clusters[""].watching("deployments") })
+	d.Status = appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+	if _, err := h.clusters[""].AppsV1().Deployments("default").UpdateStatus(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, ch)
+	checkExit(t, r, 0, "")
+	if v := h.record(webID); v.State != "running" || v.Reason != "" {
+		t.Errorf("record %s, reason %q; want running with no reason", v.State, v.Reason)
 	}
 }

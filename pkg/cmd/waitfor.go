@@ -91,6 +91,31 @@ func (c Condition) failsFast(w store.Workload) bool {
 	return false
 }
 
+// stillStuck reads the newest pod of w (one list of its pods; for a
+// deployment one of its ReplicaSets too) and returns w with the pod's
+// current reason and message when it still waits with a reason that ends a
+// wait. A pod that has recovered, or none, or a failed read, is not stuck.
+func (f *Factory) stillStuck(ctx context.Context, w store.Workload) (store.Workload, bool) {
+	id, err := runtimeid.Parse(w.RuntimeID)
+	if err != nil {
+		return w, false
+	}
+	client, err := f.Client(id.Runtime)
+	if err != nil {
+		return w, false
+	}
+	pod, err := runtime.New(client, id.Runtime).NewestPod(ctx, id, w.UID, false)
+	if err != nil {
+		return w, false
+	}
+	o, ok := runtime.PodStatusOf(pod).Observation(w.UID)
+	if !ok || !runtime.Fatal(o.Reason) {
+		return w, false
+	}
+	w.Reason, w.Message = o.Reason, o.Message
+	return w, true
+}
+
 // StuckError ends a wait at once: a workload's newest pod waits with a
 // reason that will not go away without the user. Its message is one line
 // per workload: the ID, the reason, the kubelet's message (escaped for the
@@ -427,6 +452,7 @@ func (f *Factory) waitFor(ctx context.Context, st *store.Store, ws []store.Workl
 	}()
 
 	var failed, stuck []string
+	checked := map[string]time.Time{} // stuck records the pod did not confirm, by their UpdatedAt
 	bar := newProgress(progress)
 	defer bar.done()
 	check := func(ctx context.Context) (bool, error) {
@@ -447,9 +473,16 @@ func (f *Factory) waitFor(ctx context.Context, st *store.Store, ws []store.Workl
 			case impossible:
 				delete(pending, id)
 				failed = append(failed, fmt.Sprintf("%s is %s (%s)", id, w.State, escapeText(w.Message)))
-			case cond.failsFast(w):
+			case cond.failsFast(w) && checked[id] != w.UpdatedAt:
+				// Confirm with the pod itself: the record may predate this
+				// wait, and the pod may have recovered since.
+				live, ok := f.stillStuck(ctx, w)
+				if !ok {
+					checked[id] = w.UpdatedAt // look again when the record changes
+					break
+				}
 				delete(pending, id)
-				stuck = append(stuck, stuckLine(w))
+				stuck = append(stuck, stuckLine(live))
 			case w.Reason != "":
 				notes = append(notes, "; "+id+reasonNote(w))
 			}

@@ -201,3 +201,37 @@ func TestUnschedulableWaitsForTimeout(t *testing.T) {
 	}
 	checkWaiting(t, e, id, "starting", "Unschedulable", nil)
 }
+
+// TestWaitingReasonClears: a workload with a waiting reason is not failed, so it recovers on its
+// own: when its pod can start after all (here the stage's label is taken off the pod, as if the
+// image had been pushed), it becomes running, ContainerStarted is recorded after the
+// ContainerWaiting, and the reason is cleared.
+func TestWaitingReasonClears(t *testing.T) {
+	e := newMonEnv(t)
+	id := fmt.Sprintf("k8s-%s|deployment|late", e.ns)
+	r := e.run("run", "late", "--image", "registry.invalid/late:1", "--label", labelWaiting+"=ImagePullBackOff", "--timeout", "5m")
+	if r.code != 1 || !strings.Contains(lastStderrLine(r), "ImagePullBackOff") {
+		t.Fatalf("run of an image not there yet: %s, want exit code 1 with ImagePullBackOff", r)
+	}
+	checkWaiting(t, e, id, "starting", "ImagePullBackOff", nil)
+
+	// The image appears: the pod starts.
+	kr := kubectl(t, "label", "pods", "-n", e.ns, "-l", "gobrave-workload=late", labelWaiting+"-")
+	if kr.code != 0 {
+		t.Fatalf("kubectl label: %s", kr)
+	}
+	e.runOK("wait", "late", "--for", "started", "--timeout", "1m")
+	w := e.records()[id]
+	if w.State != "running" || w.Reason != "" || w.ExitCode != nil {
+		t.Errorf("record %s, reason %q, exit code %v; want running with no reason", w.State, w.Reason, w.ExitCode)
+	}
+	var types []string
+	for _, ev := range e.events(id) {
+		if ev.observed() {
+			types = append(types, ev.Type+":"+ev.Reason)
+		}
+	}
+	if want := []string{"ContainerWaiting:ImagePullBackOff", "ContainerStarted:"}; strings.Join(types, " ") != strings.Join(want, " ") {
+		t.Errorf("observed events %v, want %v", types, want)
+	}
+}
