@@ -174,7 +174,7 @@ EOF
     done
   fi
   for f in node-initialize node-heartbeat-with-lease pod-ready pod-complete pod-delete \
-    pod-container-running-failed gobrave-pod-exit-code; do
+    pod-container-running-failed gobrave-pod-exit-code gobrave-pod-waiting gobrave-pod-crash-loop; do
     printf -- '---\n'
     grep -v '^#' "$here/kwok/$f.yaml"
   done

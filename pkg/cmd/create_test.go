@@ -184,7 +184,7 @@ var cmpIgnoreTimes = cmp.FilterPath(func(p cmp.Path) bool {
 }, cmp.Ignore())
 
 func TestCreateOutput(t *testing.T) {
-	documented := []string{"createdAt", "kind", "message", "name", "namespace", "runtime", "runtimeID", "state", "uid", "updatedAt"}
+	documented := []string{"createdAt", "exitCode", "finishedAt", "kind", "message", "name", "namespace", "reason", "runtime", "runtimeID", "startedAt", "state", "uid", "updatedAt"}
 	for _, format := range []string{"json", "yaml"} {
 		t.Run(format, func(t *testing.T) {
 			h := newHarness(t)

@@ -91,8 +91,10 @@ var rbacNeeds = []struct {
 	{"stop, delete, restart", "delete", "batch", "jobs", ""},
 	{"delete", "delete", "apps", "deployments", ""},
 	{"delete", "delete", "", "services", ""},
-	{"logs, inspect, exec of a deployment", "list", "apps", "replicasets", ""},
-	{"logs, inspect, exec", "list", "", "pods", ""},
+	{"logs, inspect, exec of a deployment; monitor, wait, recover (pod reasons)", "list", "apps", "replicasets", ""},
+	{"monitor, wait, recover (pod reasons of a deployment)", "watch", "apps", "replicasets", ""},
+	{"logs, inspect, exec; monitor, wait, recover (pod reasons)", "list", "", "pods", ""},
+	{"monitor, wait, recover (pod reasons)", "watch", "", "pods", ""},
 	{"logs", "get", "", "pods", "log"},
 	{"exec", "create", "", "pods", "exec"},
 }

@@ -20,6 +20,7 @@ import (
 //	ESC -> ^[   BEL -> ^G   other C0 -> ^@ … ^_   DEL -> ^?
 //	CR  -> \r   LF  -> \n   (a message stays on its line or table row)
 //	C1 (U+0080–U+009F, e.g. the one-character CSI U+009B) -> \u009b
+//	bidirectional controls (U+200E/F, U+202A–E, U+2066–9) -> \u202e
 //	a byte that is not UTF-8 (e.g. a lone 0x9b, CSI on an 8-bit terminal) -> \x9b
 //
 // Valid UTF-8 text, tabs included, is returned unchanged. The result is for
@@ -55,7 +56,7 @@ func escapeTerminal(s string) string {
 			b.WriteByte(byte(r) + '@')
 		case r == 0x7f:
 			b.WriteString("^?")
-		default: // C1
+		default: // C1, bidirectional controls
 			fmt.Fprintf(&b, `\u%04x`, r)
 		}
 		i += size
@@ -74,6 +75,10 @@ func needsEscape(r rune, size int) bool {
 	case r < 0x20, r == 0x7f:
 		return true
 	case r >= 0x80 && r <= 0x9f:
+		return true
+	case r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		// Bidirectional controls reorder what follows on the line, so a
+		// message can show text other than what it holds ("Trojan Source").
 		return true
 	}
 	return false

@@ -26,7 +26,9 @@ func NewCmdEvents(f *Factory, streams genericiooptions.IOStreams) *cobra.Command
 		Short: "Show the recorded history of workloads, oldest first",
 		Long: `Show the event history of one or more workloads from the state database, oldest first:
 the verbs' requests (Created, StartRequested, StopRequested, DeleteRequested ...) and what the
-monitor observed (ContainerStarted, ContainerExited, ContainerFailed, ContainerDeleted). Each
+monitor observed (ContainerStarted, ContainerExited, ContainerFailed, ContainerDeleted, and
+ContainerWaiting when the newest pod waits with a reason such as ImagePullBackOff), with their
+machine-readable reason and exit code. Each
 event names the Kubernetes object UID it is about, so a workload deleted and created again under
 the same name keeps its old history apart.`,
 		Example: `  kubectl gobrave events web
@@ -73,9 +75,10 @@ func (o *EventsOptions) Run(ctx context.Context) error {
 		return printData(o.Out, o.Output, views)
 	}
 	tw := printers.GetNewTabWriter(o.Out)
-	fmt.Fprintln(tw, "TIME\tRUNTIME ID\tTYPE\tUID\tMESSAGE")
+	fmt.Fprintln(tw, "TIME\tRUNTIME ID\tTYPE\tREASON\tEXIT CODE\tUID\tMESSAGE")
 	for _, e := range views {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format(time.RFC3339), escapeTerminal(e.RuntimeID), escapeTerminal(e.Type), escapeTerminal(orNone(e.UID)), escapeTerminal(orNone(e.Message)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format(time.RFC3339), escapeTerminal(e.RuntimeID), escapeTerminal(e.Type),
+			escapeTerminal(orNone(e.Reason)), exitCodeText(e.ExitCode), escapeTerminal(orNone(e.UID)), escapeTerminal(orNone(e.Message)))
 	}
 	return tw.Flush()
 }

@@ -346,6 +346,8 @@ type view struct {
 	UID       string    `json:"uid"`
 	State     string    `json:"state"`
 	Message   string    `json:"message"`
+	Reason    string    `json:"reason"`
+	ExitCode  *int32    `json:"exitCode"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 }
@@ -357,6 +359,8 @@ type eventView struct {
 	Message   string    `json:"message"`
 	UID       string    `json:"uid"`
 	Time      time.Time `json:"time"`
+	Reason    string    `json:"reason"`
+	ExitCode  *int32    `json:"exitCode"`
 }
 
 // ps returns `ps -a -o json`.

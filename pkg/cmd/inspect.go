@@ -24,6 +24,13 @@ type InspectView struct {
 	Image     string `json:"image"`
 	Ready     bool   `json:"ready"`
 	Restarts  int32  `json:"restarts"`
+	// PodReason and PodMessage say why the newest pod does not run now (a
+	// container's waiting reason, or Unschedulable).
+	PodReason  string `json:"podReason"`
+	PodMessage string `json:"podMessage"`
+	// LastTermination is how a container of the newest pod last ended: a
+	// crash-looping container's last exit code and reason.
+	LastTermination *runtime.Termination `json:"lastTermination"`
 	// InCluster is false when the workload object no longer exists.
 	InCluster bool `json:"inCluster"`
 }
@@ -45,7 +52,9 @@ func NewCmdInspect(f *Factory, streams genericiooptions.IOStreams) *cobra.Comman
 		Long: `Show a workload's record from the state database with what the cluster says now: for a
 deployment with a Service, the address is the Service's DNS name <name>-svc.<namespace>.svc.cluster.local;
 otherwise the newest pod's IP. Node, pod, phase, image, readiness and restarts come from the newest pod
-owned by the workload (the Job's, or a ReplicaSet's of the Deployment; labels alone do not count).`,
+owned by the workload (the Job's, or a ReplicaSet's of the Deployment; labels alone do not count), with
+why it does not run (a waiting reason such as ImagePullBackOff or CrashLoopBackOff, or Unschedulable)
+and how its container last ended (exit code and reason).`,
 		Example: `  kubectl gobrave inspect web
   kubectl gobrave inspect k8s-default|job|import -o json`,
 		Args: cobra.ExactArgs(1),
@@ -86,6 +95,7 @@ func (o *InspectOptions) Run(ctx context.Context) error {
 	v := InspectView{
 		WorkloadView: viewOf(w), IPAddress: info.IPAddress, NodeName: info.NodeName, PodName: info.PodName,
 		PodPhase: info.PodPhase, Image: info.Image, Ready: info.Ready, Restarts: info.Restarts, InCluster: info.Exists,
+		PodReason: info.PodReason, PodMessage: info.PodMessage, LastTermination: info.LastTermination,
 	}
 	if v.Image == "" {
 		v.Image = w.Spec.Image
@@ -107,7 +117,15 @@ func (o *InspectOptions) Run(ctx context.Context) error {
 	row("Name", v.Name)
 	row("UID", v.UID)
 	row("State", v.State)
+	row("Reason", v.Reason)
+	row("Exit code", strings.TrimPrefix(exitCodeText(v.ExitCode), "<none>"))
 	row("Message", v.Message)
+	if v.StartedAt != nil {
+		row("Started", v.StartedAt.Format(time.RFC3339))
+	}
+	if v.FinishedAt != nil {
+		row("Finished", v.FinishedAt.Format(time.RFC3339))
+	}
 	row("Created", v.CreatedAt.Format(time.RFC3339))
 	row("Updated", v.UpdatedAt.Format(time.RFC3339))
 	row("In cluster", fmt.Sprint(v.InCluster))
@@ -118,6 +136,19 @@ func (o *InspectOptions) Run(ctx context.Context) error {
 	row("Image", v.Image)
 	row("Ready", fmt.Sprint(v.Ready))
 	row("Restarts", fmt.Sprint(v.Restarts))
+	if v.PodReason != "" {
+		row("Pod reason", v.PodReason+": "+v.PodMessage)
+	}
+	if t := v.LastTermination; t != nil {
+		last := fmt.Sprintf("exit code %d", t.ExitCode)
+		if t.Reason != "" {
+			last += " (" + t.Reason + ")"
+		}
+		if !t.FinishedAt.IsZero() {
+			last += " at " + t.FinishedAt.UTC().Format(time.RFC3339)
+		}
+		row("Last termination", last)
+	}
 	if len(w.Spec.Command) > 0 || len(w.Spec.Entrypoint) > 0 {
 		row("Command", strings.Join(append(append([]string{}, w.Spec.Entrypoint...), w.Spec.Command...), " "))
 	}

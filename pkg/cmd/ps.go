@@ -134,15 +134,15 @@ func (o *PsOptions) Run(ctx context.Context) error {
 	}
 	tw := printers.GetNewTabWriter(o.Out)
 	if o.Output == "wide" {
-		fmt.Fprintln(tw, "RUNTIME ID\tKIND\tSTATE\tAGE\tRUNTIME\tNAMESPACE\tNAME\tUID\tUPDATED\tMESSAGE")
+		fmt.Fprintln(tw, "RUNTIME ID\tKIND\tSTATE\tAGE\tRUNTIME\tNAMESPACE\tNAME\tUID\tUPDATED\tREASON\tEXIT CODE\tMESSAGE")
 	} else {
 		fmt.Fprintln(tw, "RUNTIME ID\tKIND\tSTATE\tAGE")
 	}
 	for _, w := range ws {
 		if o.Output == "wide" {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", escapeTerminal(w.RuntimeID), escapeTerminal(w.Kind), state(w.State), age(w.CreatedAt, now),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", escapeTerminal(w.RuntimeID), escapeTerminal(w.Kind), state(w.State), age(w.CreatedAt, now),
 				escapeTerminal(w.Runtime), escapeTerminal(w.Namespace), escapeTerminal(w.Name), escapeTerminal(orNone(w.UID)),
-				age(w.UpdatedAt, now), escapeTerminal(orNone(w.Message)))
+				age(w.UpdatedAt, now), escapeTerminal(orNone(w.Reason)), exitCodeText(w.ExitCode), escapeTerminal(orNone(w.Message)))
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", escapeTerminal(w.RuntimeID), escapeTerminal(w.Kind), state(w.State), age(w.CreatedAt, now))

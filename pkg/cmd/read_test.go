@@ -86,12 +86,14 @@ func TestInspect(t *testing.T) {
 				// an exposed deployment's address is its Service's DNS name
 				"ipAddress": "web-svc.default.svc.cluster.local", "nodeName": "node-1", "podName": "web-abc",
 				"podPhase": "Running", "image": "nginx:1.27", "ready": true, "restarts": float64(2), "inCluster": true,
+				"reason": "", "exitCode": nil, "startedAt": nil, "finishedAt": nil, "podReason": "", "podMessage": "", "lastTermination": nil,
 			}},
 			{"job/task", map[string]any{
 				"runtimeID": taskID, "runtime": "k8s", "namespace": "default", "kind": "job", "name": "task",
 				"uid": string(j.UID), "state": "created", "message": "job.batch/task created",
 				"ipAddress": "10.1.2.3", "nodeName": "node-1", "podName": "task-xyz",
 				"podPhase": "Running", "image": "nginx:1.27", "ready": true, "restarts": float64(2), "inCluster": true,
+				"reason": "", "exitCode": nil, "startedAt": nil, "finishedAt": nil, "podReason": "", "podMessage": "", "lastTermination": nil,
 			}},
 		}
 		for _, tt := range tests {
@@ -126,7 +128,7 @@ func TestInspect(t *testing.T) {
 			keys = append(keys, k)
 			got[k] = strings.TrimSpace(v)
 		}
-		wantKeys := []string{"Runtime ID", "Runtime", "Namespace", "Kind", "Name", "UID", "State", "Message", "Created", "Updated",
+		wantKeys := []string{"Runtime ID", "Runtime", "Namespace", "Kind", "Name", "UID", "State", "Reason", "Exit code", "Message", "Created", "Updated",
 			"In cluster", "IP address", "Node", "Pod", "Pod phase", "Image", "Ready", "Restarts"}
 		if diff := cmp.Diff(wantKeys, keys); diff != "" {
 			t.Errorf("keys (-want +got):\n%s", diff)
@@ -242,7 +244,7 @@ func TestPs(t *testing.T) {
 		r := h.run("ps", "-o", "wide", "-a")
 		checkExit(t, r, 0, "")
 		rows := table(r.stdout)
-		if diff := cmp.Diff([]string{"RUNTIME ID", "KIND", "STATE", "AGE", "RUNTIME", "NAMESPACE", "NAME", "UID", "UPDATED", "MESSAGE"}, rows[0]); diff != "" {
+		if diff := cmp.Diff([]string{"RUNTIME ID", "KIND", "STATE", "AGE", "RUNTIME", "NAMESPACE", "NAME", "UID", "UPDATED", "REASON", "EXIT CODE", "MESSAGE"}, rows[0]); diff != "" {
 			t.Errorf("header (-want +got):\n%s", diff)
 		}
 		if diff := cmp.Diff([]string{"RUNTIME ID", web, task, api, old}, column(rows, 0)); diff != "" {
@@ -251,7 +253,7 @@ func TestPs(t *testing.T) {
 		if diff := cmp.Diff([]string{"NAMESPACE", "default", "default", "team-a", "team-a"}, column(rows, 5)); diff != "" {
 			t.Errorf("namespaces (-want +got):\n%s", diff)
 		}
-		if diff := cmp.Diff([]string{"MESSAGE", "scale to 0", "job.batch/task created", "deployment.apps/api created", "<none>"}, column(rows, 9)); diff != "" {
+		if diff := cmp.Diff([]string{"MESSAGE", "scale to 0", "job.batch/task created", "deployment.apps/api created", "<none>"}, column(rows, 11)); diff != "" {
 			t.Errorf("messages (-want +got):\n%s", diff)
 		}
 	})
@@ -324,7 +326,7 @@ func TestEvents(t *testing.T) {
 				keys = append(keys, k)
 			}
 			sort.Strings(keys)
-			if diff := cmp.Diff([]string{"message", "runtimeID", "time", "type", "uid"}, keys); diff != "" {
+			if diff := cmp.Diff([]string{"exitCode", "finishedAt", "message", "reason", "runtimeID", "startedAt", "time", "type", "uid"}, keys); diff != "" {
 				t.Errorf("fields (-want +got):\n%s", diff)
 			}
 		}
@@ -334,6 +336,15 @@ func TestEvents(t *testing.T) {
 			"StartRequested: scale to 1", "DeleteRequested: delete", "ContainerDeleted: "}
 		if diff := cmp.Diff(want, h.history(webID)); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
+		}
+		// The structured reasons: the stop's exit and the deletion.
+		var reasons []string
+		for _, e := range evs {
+			reasons = append(reasons, e.Type+":"+e.Reason)
+		}
+		wantReasons := []string{"Created:", "StopRequested:", "ContainerExited:Stopped", "StartRequested:", "DeleteRequested:Deleted", "ContainerDeleted:Deleted"}
+		if diff := cmp.Diff(wantReasons, reasons); diff != "" {
+			t.Errorf("reasons (-want +got):\n%s", diff)
 		}
 		for i := 1; i < len(evs); i++ {
 			if evs[i].Time.Before(evs[i-1].Time) {
@@ -358,7 +369,7 @@ func TestEvents(t *testing.T) {
 		r := h.run("events", "task")
 		checkExit(t, r, 0, "")
 		rows := table(r.stdout)
-		if diff := cmp.Diff([]string{"TIME", "RUNTIME ID", "TYPE", "UID", "MESSAGE"}, rows[0]); diff != "" {
+		if diff := cmp.Diff([]string{"TIME", "RUNTIME ID", "TYPE", "REASON", "EXIT CODE", "UID", "MESSAGE"}, rows[0]); diff != "" {
 			t.Errorf("header (-want +got):\n%s", diff)
 		}
 		if diff := cmp.Diff([]string{"TYPE", "Created", "StopRequested", "ContainerDeleted"}, column(rows, 2)); diff != "" {

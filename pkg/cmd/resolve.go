@@ -135,16 +135,22 @@ func (f *Factory) resolveAll(ctx context.Context, args []string) (*store.Store, 
 
 // WorkloadView is the stable JSON/YAML form of a workload record.
 type WorkloadView struct {
-	RuntimeID string    `json:"runtimeID"`
-	Runtime   string    `json:"runtime"`
-	Namespace string    `json:"namespace"`
-	Kind      string    `json:"kind"`
-	Name      string    `json:"name"`
-	UID       string    `json:"uid"`
-	State     string    `json:"state"`
-	Message   string    `json:"message"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	RuntimeID string `json:"runtimeID"`
+	Runtime   string `json:"runtime"`
+	Namespace string `json:"namespace"`
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	State     string `json:"state"`
+	Message   string `json:"message"`
+	// Reason, ExitCode, StartedAt and FinishedAt: the structured result
+	// of the current run (store.Result); null when unknown.
+	Reason     string     `json:"reason"`
+	ExitCode   *int32     `json:"exitCode"`
+	StartedAt  *time.Time `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	UpdatedAt  time.Time  `json:"updatedAt"`
 }
 
 // EventView is the stable JSON/YAML form of an event.
@@ -154,18 +160,42 @@ type EventView struct {
 	Message   string    `json:"message"`
 	UID       string    `json:"uid"`
 	Time      time.Time `json:"time"`
+	// The event's structured result (store.Result); null when unknown.
+	Reason     string     `json:"reason"`
+	ExitCode   *int32     `json:"exitCode"`
+	StartedAt  *time.Time `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt"`
 }
 
 func viewOf(w store.Workload) WorkloadView {
 	return WorkloadView{
 		RuntimeID: w.RuntimeID, Runtime: w.Runtime, Namespace: w.Namespace, Kind: w.Kind, Name: w.Name,
 		UID: w.UID, State: string(w.State), Message: w.Message,
+		Reason: w.Reason, ExitCode: w.ExitCode, StartedAt: utc(w.StartedAt), FinishedAt: utc(w.FinishedAt),
 		CreatedAt: w.CreatedAt.UTC().Truncate(time.Second), UpdatedAt: w.UpdatedAt.UTC().Truncate(time.Second),
 	}
 }
 
+// utc is a result's time in UTC to the second, as the record's other times.
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC().Truncate(time.Second)
+	return &u
+}
+
+// exitCodeText is an exit code for a table: <none> when unknown.
+func exitCodeText(c *int32) string {
+	if c == nil {
+		return "<none>"
+	}
+	return fmt.Sprint(*c)
+}
+
 func eventViewOf(e store.Event) EventView {
-	return EventView{RuntimeID: e.RuntimeID, Type: string(e.Type), Message: e.Message, UID: e.UID, Time: e.Time.UTC()}
+	return EventView{RuntimeID: e.RuntimeID, Type: string(e.Type), Message: e.Message, UID: e.UID, Time: e.Time.UTC(),
+		Reason: e.Reason, ExitCode: e.ExitCode, StartedAt: utc(e.StartedAt), FinishedAt: utc(e.FinishedAt)}
 }
 
 func validateOutput(o string, allowed ...string) error {

@@ -105,7 +105,7 @@ Each workload gets a stable runtime ID such as k8s-default|deployment|web-api; I
 last states and event histories live in a local SQLite database, so the tool remembers
 across restarts, and 'recover' reattaches monitors after a restart.
 
-Exit codes: 0 success; 1 an API or runtime error (or a wait that timed out);
+Exit codes: 0 success; 1 an API or runtime error (or a wait that timed out or failed fast);
 2 invalid input or usage, found before any API call, with nothing changed;
 130 interrupted (Ctrl-C or SIGTERM; a second one exits without waiting).`,
 		SilenceUsage:  true,

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -82,6 +83,9 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		cond = ConditionExited
 	}
 	if err := o.f.waitFor(wctx, st, []store.Workload{cur}, cond, o.Timeout, o.ErrOut); err != nil {
+		if stuck := (*StuckError)(nil); errors.As(err, &stuck) {
+			return err // names the ID already, and what to do
+		}
 		return fmt.Errorf("run %s: %w", id, err)
 	}
 	if o.Output == "json" || o.Output == "yaml" {

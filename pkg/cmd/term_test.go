@@ -35,3 +35,22 @@ func TestNoProgressOrColorOffTerminal(t *testing.T) {
 		t.Error("colour enabled on a non-terminal")
 	}
 }
+
+// TestEscapeTerminalMessages: the kubelet and scheduler messages a wait
+// prints, through the one escaping function.
+func TestEscapeTerminalMessages(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`Back-off pulling image "ngnix:1.27"`, `Back-off pulling image "ngnix:1.27"`},
+		{"0/3 nodes are available: 3 Insufficient cpu. préemption", "0/3 nodes are available: 3 Insufficient cpu. préemption"},
+		{"evil\x1b[2J\x1b]0;title\x07", `evil^[[2J^[]0;title^G`},
+		{"line\r\nnext\ttab", `line\r\nnext` + "\t" + `tab`},
+		{"rtl \u202egpj.exe", `rtl \u202egpj.exe`},
+		{"bad utf8 \xff", `bad utf8 \xff`},
+		{"replacement \ufffd kept", "replacement \ufffd kept"},
+	}
+	for _, tt := range tests {
+		if got := escapeTerminal(tt.in); got != tt.want {
+			t.Errorf("escapeTerminal(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

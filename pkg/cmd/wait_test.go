@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
 
 // setJobStatus sets the status of a job in the fake cluster, as the job
@@ -243,5 +245,122 @@ func TestWaitForDeletedWaitsForTheObject(t *testing.T) {
 	}
 	if got := eventTypes(h.events(webID)); got[len(got)-1] != "ContainerDeleted" {
 		t.Errorf("events %v, want ContainerDeleted last", got)
+	}
+}
+
+// record returns the `ps -a -o json` view of id.
+func (h *harness) record(id string) view {
+	h.t.Helper()
+	for _, v := range h.ps("-a") {
+		if v.RuntimeID == id {
+			return v
+		}
+	}
+	h.t.Fatalf("no record of %s", id)
+	return view{}
+}
+
+func waitingPod(ns, workload, podName string, st corev1.PodStatus) *corev1.Pod {
+	p := podOf(ns, workload, podName)
+	p.Status = st
+	return p
+}
+
+// TestWaitFailsFast: a wait ends at once, exit code 1, with one line naming
+// the ID, the kubelet's reason and message (escaped for the terminal) and
+// what to do, when the newest pod waits with a reason that will not go
+// away on its own; the record keeps its state with the reason. An
+// unschedulable pod does not end the wait: its timeout says why.
+func TestWaitFailsFast(t *testing.T) {
+	pull := corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "web",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image \"ngnix:1.27\"\x1b[2J"}}}}}
+	crash := corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "task", RestartCount: 5,
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 2m40s restarting failed container=task pod=task-1"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3, Reason: "Error"}}}}}
+	unschedulable := corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient cpu."}}}
+	tests := []struct {
+		name       string
+		kind, pod  string
+		status     corev1.PodStatus
+		args       []string
+		wantMsg    string
+		wantReason string
+		wantCode   *int32
+	}{
+		{
+			name: "image pull back-off", kind: "deployment", pod: "web", status: pull,
+			args:       []string{"wait", "web", "--for=started", "--timeout=5m"},
+			wantMsg:    `k8s-default|deployment|web: ImagePullBackOff: Back-off pulling image "ngnix:1.27"^[[2J (check the image name and pull secrets; kubectl gobrave inspect web)`,
+			wantReason: "ImagePullBackOff",
+		},
+		{
+			name: "crash loop of a job", kind: "job", pod: "task", status: crash,
+			args:       []string{"wait", "job/task", "--for=exited", "--timeout=5m"},
+			wantMsg:    "k8s-default|job|task: CrashLoopBackOff: back-off 2m40s restarting failed container=task pod=task-1; last exit code 3 (Error) (the container keeps exiting: see kubectl gobrave logs --previous task; kubectl gobrave inspect task)",
+			wantReason: "CrashLoopBackOff", wantCode: ptr(int32(3)),
+		},
+		{
+			name: "unschedulable waits for its timeout", kind: "deployment", pod: "web", status: unschedulable,
+			args:       []string{"wait", "web", "--for=started", "--timeout=1s"},
+			wantMsg:    "timed out after 1s waiting for started: k8s-default|deployment|web (created, Unschedulable: 0/1 nodes are available: 1 Insufficient cpu.)",
+			wantReason: "Unschedulable",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			seedWebTask(t, h)
+			h.addOwnedPod("", tt.kind, waitingPod("default", tt.pod, tt.pod+"-1", tt.status))
+			r := h.run(tt.args...)
+			checkExit(t, r, 1, "")
+			if r.msg != tt.wantMsg {
+				t.Errorf("error\n %q\nwant\n %q", r.msg, tt.wantMsg)
+			}
+			id := "k8s-default|" + tt.kind + "|" + tt.pod
+			v := h.record(id)
+			if v.State != "created" || v.Reason != tt.wantReason || !cmp.Equal(v.ExitCode, tt.wantCode) {
+				t.Errorf("record: state %s reason %q exit code %v; want created, %q, %v", v.State, v.Reason, v.ExitCode, tt.wantReason, tt.wantCode)
+			}
+			evs := h.events(id)
+			if last := evs[len(evs)-1]; last.Type != "ContainerWaiting" || last.Reason != tt.wantReason {
+				t.Errorf("last event %s %q, want ContainerWaiting %q", last.Type, last.Reason, tt.wantReason)
+			}
+		})
+	}
+}
+
+// TestWaitStaleReason: a waiting reason recorded before the wait began,
+// whose pod has recovered since (the image appeared), does not end the
+// wait: the pod is read to confirm it, and the wait goes on until the
+// workload starts.
+func TestWaitStaleReason(t *testing.T) {
+	h := newHarness(t)
+	seedWebTask(t, h)
+	d, err := h.deployment("", "default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(t.Context(), h.statePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ok, err := st.Apply(t.Context(), store.Transition{RuntimeID: webID, Type: store.ContainerWaiting, UID: string(d.UID),
+		Message: `Back-off pulling image "nginx:1.27"`, Result: store.Result{Reason: "ImagePullBackOff"}})
+	st.Close()
+	if err != nil || !ok {
+		t.Fatalf("record the old reason: %v, %v", ok, err)
+	}
+	h.addOwnedPod("", "deployment", podOf("default", "web", "web-1")) // running and ready now
+	ch := h.runAsync(t.Context(), "wait", "web", "--for=started", "--timeout=30s")
+	eventually(t, "the monitor's watch", func() bool { return h.clusters[""].watching("deployments") })
+	d.Status = appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+	if _, err := h.clusters[""].AppsV1().Deployments("default").UpdateStatus(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, ch)
+	checkExit(t, r, 0, "")
+	if v := h.record(webID); v.State != "running" || v.Reason != "" {
+		t.Errorf("record %s, reason %q; want running with no reason", v.State, v.Reason)
 	}
 }

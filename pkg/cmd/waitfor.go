@@ -81,6 +81,99 @@ func (c Condition) check(w store.Workload) (ok, impossible bool) {
 	return false, false
 }
 
+// failsFast reports whether a workload recorded with a waiting reason that
+// ends a wait (runtime.Fatal: its image cannot be pulled, it crash-loops …)
+// can no longer be expected to meet c on its own: every condition but
+// failed and deleted waits for it to run. Only while it is starting or
+// running: a stop's wait is not about the pod's trouble.
+func (c Condition) failsFast(w store.Workload) bool {
+	switch c {
+	case ConditionStarted, ConditionExited, ConditionTerminal:
+	default:
+		return false
+	}
+	switch w.State {
+	case store.StateCreated, store.StateStarting, store.StateRunning:
+		return runtime.Fatal(w.Reason)
+	}
+	return false
+}
+
+// stillStuck reads the newest pod of w (one list of its pods; for a
+// deployment one of its ReplicaSets too) and returns w with the pod's
+// current reason and message when it still waits with a reason that ends a
+// wait. A pod that has recovered, or none, or a failed read, is not stuck.
+func (f *Factory) stillStuck(ctx context.Context, w store.Workload) (store.Workload, bool) {
+	id, err := runtimeid.Parse(w.RuntimeID)
+	if err != nil {
+		return w, false
+	}
+	client, err := f.Client(id.Runtime)
+	if err != nil {
+		return w, false
+	}
+	pod, err := runtime.New(client, id.Runtime).NewestPod(ctx, id, w.UID, false)
+	if err != nil {
+		return w, false
+	}
+	o, ok := runtime.PodStatusOf(pod).Observation(w.UID)
+	if !ok || !runtime.Fatal(o.Reason) {
+		return w, false
+	}
+	w.Reason, w.Message = o.Reason, o.Message
+	return w, true
+}
+
+// StuckError ends a wait at once: a workload's newest pod waits with a
+// reason that will not go away without the user. Its message is one line
+// per workload: the ID, the reason, the kubelet's message (escaped for the
+// terminal) and what to do.
+type StuckError struct {
+	Lines []string
+}
+
+func (e *StuckError) Error() string { return strings.Join(e.Lines, "; ") }
+
+// stuckLine is the StuckError line of w.
+func stuckLine(w store.Workload) string {
+	msg := ""
+	if w.Message != "" {
+		msg = ": " + escapeTerminal(w.Message)
+	}
+	return fmt.Sprintf("%s: %s%s (%s; kubectl gobrave inspect %s)", w.RuntimeID, w.Reason, msg, reasonHint(w), w.Name)
+}
+
+// reasonHint says what to do about a recorded reason.
+func reasonHint(w store.Workload) string {
+	switch w.Reason {
+	case runtime.ReasonErrImagePull, runtime.ReasonImagePullBackOff:
+		return "check the image name and pull secrets"
+	case runtime.ReasonInvalidImageName:
+		return "fix the image reference: registry/name:tag or name@sha256:digest"
+	case runtime.ReasonCreateContainerConfigError:
+		return "check the Secrets, ConfigMaps and environment the spec refers to"
+	case runtime.ReasonCreateContainerError:
+		return "check the command, entrypoint and mounts of the spec"
+	case runtime.ReasonCrashLoopBackOff:
+		return "the container keeps exiting: see kubectl gobrave logs --previous " + w.Name
+	case runtime.ReasonUnschedulable:
+		return "no node fits the pod: check --node-constraint and the CPU and memory requests, or add nodes"
+	}
+	return "see the pod with kubectl describe"
+}
+
+// reasonNote is ", Reason: message" for a pending workload with a reason,
+// for the progress line and the timeout error.
+func reasonNote(w store.Workload) string {
+	if w.Reason == "" {
+		return ""
+	}
+	if w.Message == "" {
+		return ", " + w.Reason
+	}
+	return ", " + w.Reason + ": " + escapeTerminal(w.Message)
+}
+
 // owner identifies this process for monitor leases.
 func owner() store.Owner {
 	host, _ := os.Hostname()
@@ -363,11 +456,16 @@ func (f *Factory) waitFor(ctx context.Context, st *store.Store, ws []store.Workl
 		monErr <- err
 	}()
 
-	var failed []string
+	var failed, stuck []string
+	checked := map[string]time.Time{} // stuck records the pod did not confirm, by their UpdatedAt
 	bar := newProgress(progress)
 	defer bar.done()
 	check := func(ctx context.Context) (bool, error) {
-		defer func() { bar.update("waiting for %s: %d of %d met", cond, len(ws)-len(pending), len(ws)) }()
+		var notes []string
+		defer func() {
+			sort.Strings(notes)
+			bar.update("waiting for %s: %d of %d met%s", cond, len(ws)-len(pending), len(ws), strings.Join(notes, ""))
+		}()
 		for id := range pending {
 			w, err := st.Get(ctx, id)
 			if err != nil {
@@ -379,10 +477,22 @@ func (f *Factory) waitFor(ctx context.Context, st *store.Store, ws []store.Workl
 				delete(pending, id)
 			case impossible:
 				delete(pending, id)
-				failed = append(failed, fmt.Sprintf("%s is %s (%s)", id, w.State, w.Message))
+				failed = append(failed, fmt.Sprintf("%s is %s (%s)", id, w.State, escapeTerminal(w.Message)))
+			case cond.failsFast(w) && checked[id] != w.UpdatedAt:
+				// Confirm with the pod itself: the record may predate this
+				// wait, and the pod may have recovered since.
+				live, ok := f.stillStuck(ctx, w)
+				if !ok {
+					checked[id] = w.UpdatedAt // look again when the record changes
+					break
+				}
+				delete(pending, id)
+				stuck = append(stuck, stuckLine(live))
+			case w.Reason != "":
+				notes = append(notes, "; "+id+reasonNote(w))
 			}
 		}
-		return len(pending) == 0 || len(failed) > 0, nil
+		return len(pending) == 0 || len(failed)+len(stuck) > 0, nil
 	}
 	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		select {
@@ -398,6 +508,15 @@ func (f *Factory) waitFor(ctx context.Context, st *store.Store, ws []store.Workl
 	// Let the monitors record what is pending and release their leases.
 	stopMonitors()
 	<-monDone
+	if len(stuck) > 0 {
+		sort.Strings(stuck)
+		err := error(&StuckError{Lines: stuck})
+		if len(failed) > 0 {
+			sort.Strings(failed)
+			err = errors.Join(err, fmt.Errorf("wait for %s: %s", cond, strings.Join(failed, "; ")))
+		}
+		return err
+	}
 	if len(failed) > 0 {
 		sort.Strings(failed)
 		return fmt.Errorf("wait for %s: %s", cond, strings.Join(failed, "; "))
@@ -410,7 +529,7 @@ func (f *Factory) waitFor(ctx context.Context, st *store.Store, ws []store.Workl
 				if cur.State == "" {
 					cur = w
 				}
-				ids = append(ids, fmt.Sprintf("%s (%s)", id, cur.State))
+				ids = append(ids, fmt.Sprintf("%s (%s%s)", id, cur.State, reasonNote(cur)))
 			}
 			sort.Strings(ids)
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -301,7 +301,7 @@ func (e *Engine) confirm(ctx context.Context, c kubernetes.Interface, k runtime.
 			return
 		}
 	}
-	_, _, _ = e.Store.Apply(ctx, store.Transition{RuntimeID: id.String(), Type: o.Type, Message: o.Message, UID: o.UID, Epoch: epoch})
+	_, _, _ = e.Store.Apply(ctx, store.Transition{RuntimeID: id.String(), Type: o.Type, Message: o.Message, UID: o.UID, Epoch: epoch, Result: o.Result})
 }
 
 // Recover heals the record w when the process that recorded its last

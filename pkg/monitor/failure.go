@@ -17,12 +17,14 @@ import (
 // failureTimeout bounds the one pod list made when a job fails.
 const failureTimeout = 5 * time.Second
 
-// enrichFailures adds the container's exit code and reason to the message
-// of each job failure: the Job's condition says only that the backoff limit
-// was reached, while users ask "what did my container exit with". It costs
-// one pod list per failed job (never per ID in the steady state) and runs in
-// the writer, not in the informer handlers. Transient errors are retried
-// (as for the confirming GET); a lookup that still fails keeps the
+// enrichFailures adds the container's exit code to each job failure: as a
+// number (the result's exitCode) and in the message ("exit code N (Reason):
+// …"), since the Job's condition says only that the backoff limit was
+// reached, while users ask "what did my container exit with". It reads the
+// pod cache (pods.go) and, when the cache has no terminated container of
+// the job, makes one pod list per failed job (never per ID in the steady
+// state), in the writer, not in the informer handlers. Transient errors are
+// retried (as for the confirming GET); a lookup that still fails keeps the
 // condition's message.
 func (m *Monitor) enrichFailures(ctx context.Context, items []item) {
 	for i := range items {
@@ -34,15 +36,40 @@ func (m *Monitor) enrichFailures(ctx context.Context, items []item) {
 		if err != nil || id.Kind != runtimeid.KindJob {
 			continue
 		}
-		if detail := m.exitDetail(ctx, id, it.obs.UID); detail != "" {
-			it.obs.Message = detail + ": " + it.obs.Message
+		t := m.cachedTermination(id, it.obs.UID)
+		if t == nil {
+			t = m.listedTermination(ctx, id, it.obs.UID)
 		}
+		if t == nil {
+			continue
+		}
+		code := t.ExitCode
+		it.obs.ExitCode = &code
+		it.obs.Message = exitDetail(t) + ": " + it.obs.Message
 	}
 }
 
-// exitDetail returns "exit code N (Reason)" of the newest terminated
-// container of the job's pods, or "".
-func (m *Monitor) exitDetail(ctx context.Context, id runtimeid.ID, uid string) string {
+// cachedTermination is the newest failed termination among the cached pods
+// of the job uid, or nil.
+func (m *Monitor) cachedTermination(id runtimeid.ID, uid string) *corev1.ContainerStateTerminated {
+	if uid == "" {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pods, ok := m.podsLocked(&subscription{id: id, uid: uid})
+	if !ok {
+		return nil
+	}
+	list := make([]corev1.Pod, len(pods))
+	for i, p := range pods {
+		list[i] = *p
+	}
+	return lastFailure(list)
+}
+
+// listedTermination lists the job's pods for the newest failed termination.
+func (m *Monitor) listedTermination(ctx context.Context, id runtimeid.ID, uid string) *corev1.ContainerStateTerminated {
 	ctx, cancel := context.WithTimeout(ctx, failureTimeout)
 	defer cancel()
 	selector := WorkloadLabel + "=" + id.Name
@@ -56,13 +83,22 @@ func (m *Monitor) exitDetail(ctx context.Context, id runtimeid.ID, uid string) s
 		return err
 	})
 	if err != nil {
-		return ""
+		return nil
 	}
-	return exitDetailOf(pods.Items)
+	return lastFailure(pods.Items)
 }
 
-// exitDetailOf picks the newest terminated container with a non-zero exit code.
+// exitDetailOf is "exit code N (Reason) message" of the newest terminated
+// container with a non-zero exit code, or "".
 func exitDetailOf(pods []corev1.Pod) string {
+	if t := lastFailure(pods); t != nil {
+		return exitDetail(t)
+	}
+	return ""
+}
+
+// lastFailure picks the newest terminated container with a non-zero exit code.
+func lastFailure(pods []corev1.Pod) *corev1.ContainerStateTerminated {
 	var (
 		best *corev1.ContainerStateTerminated
 		at   time.Time
@@ -78,14 +114,16 @@ func exitDetailOf(pods []corev1.Pod) string {
 			}
 		}
 	}
-	if best == nil {
-		return ""
+	return best
+}
+
+// exitDetail is "exit code N (Reason) message" of t.
+func exitDetail(t *corev1.ContainerStateTerminated) string {
+	parts := []string{fmt.Sprintf("exit code %d", t.ExitCode)}
+	if t.Reason != "" {
+		parts = append(parts, "("+t.Reason+")")
 	}
-	parts := []string{fmt.Sprintf("exit code %d", best.ExitCode)}
-	if best.Reason != "" {
-		parts = append(parts, "("+best.Reason+")")
-	}
-	if msg := strings.TrimSpace(best.Message); msg != "" {
+	if msg := strings.TrimSpace(t.Message); msg != "" {
 		parts = append(parts, msg)
 	}
 	return strings.Join(parts, " ")

@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,7 +61,10 @@ func TestExitDetailRetriesTransientErrors(t *testing.T) {
 		Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"}}}
 	client := fake.NewClientset(job("ns", "task", "u1", failed), &pod)
 	calls := 0
-	client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+	client.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if !strings.Contains(a.(k8stesting.ListAction).GetListRestrictions().Labels.String(), "controller-uid") {
+			return false, nil, nil // the pod informer's list: the pod has no owner, its cache cannot tell
+		}
 		calls++
 		switch calls {
 		case 1:
@@ -79,6 +83,13 @@ func TestExitDetailRetriesTransientErrors(t *testing.T) {
 	want := []string{"Created  u1", "ContainerFailed exit code 3 (Error): BackoffLimitExceeded: Job has reached the specified backoff limit u1"}
 	if diff := cmp.Diff(want, history(t, st, id)); diff != "" {
 		t.Errorf("history (-want +got):\n%s", diff)
+	}
+	w, err := st.Get(t.Context(), id.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.ExitCode == nil || *w.ExitCode != 3 || w.Reason != "BackoffLimitExceeded" {
+		t.Errorf("record exit code %v reason %q, want 3 and BackoffLimitExceeded", w.ExitCode, w.Reason)
 	}
 	if calls != 3 {
 		t.Errorf("%d pod lists, want 3", calls)

@@ -52,6 +52,9 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 	if err != nil {
 		return nil, fmt.Errorf("monitor: %w", err)
 	}
+	if err := m.podInformersFor(ctx, f, fns, kind); err != nil {
+		return nil, fmt.Errorf("monitor: set up the pod informers: %w", err)
+	}
 	si := k.Informer(f)
 	infCtx, stop := context.WithCancel(ctx)
 	inf := &informer{namespace: fns, kind: kind, inf: si, stop: stop}
@@ -61,7 +64,7 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 	denied := make(chan error, 1)
 	err = si.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		inf.setLastErr(err)
-		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		if isDenied(err) {
 			select {
 			case denied <- err:
 			default:
@@ -235,17 +238,22 @@ func (m *Monitor) onObject(kind string, obj any, deleted bool) {
 // writer: a different UID than the subscription's means its object is gone
 // (ContainerDeleted for the old UID) and a new one took the name; then the
 // object's own observation, unless it repeats the last one.
-func (m *Monitor) observeLocked(sub *subscription, obj any, deleted bool, at time.Time) []item {
+func (m *Monitor) observeLocked(sub *subscription, obj any, deleted bool, at time.Time) (items []item) {
 	meta, ok := obj.(metav1.Object)
 	if !ok {
 		return nil
 	}
 	uid := string(meta.GetUID())
-	var items []item
 	add := func(o Observation) {
 		sub.last = o
 		items = append(items, item{ids: slices.Clone(sub.ids), obs: o, at: at})
 	}
+	defer func() {
+		if !deleted {
+			// The object's UID may be new to sub: its pods' status too.
+			items = append(items, m.podObserveLocked(sub, at)...)
+		}
+	}()
 	if sub.uid != "" && uid != sub.uid {
 		if deleted {
 			return nil // an older or newer object of the same name went away
@@ -264,7 +272,7 @@ func (m *Monitor) observeLocked(sub *subscription, obj any, deleted bool, at tim
 		o, ok = observe(obj)
 	}
 	switch {
-	case ok && o != sub.last:
+	case ok && !o.Equal(sub.last):
 		add(o) // carries the UID to the store
 	case firstUID && uid != "":
 		items = append(items, item{ids: slices.Clone(sub.ids), setUID: uid, at: at})
@@ -275,7 +283,7 @@ func (m *Monitor) observeLocked(sub *subscription, obj any, deleted bool, at tim
 // goneLocked is the observation of sub's object not found.
 func (m *Monitor) goneLocked(sub *subscription, at time.Time) []item {
 	o := Deleted(types.UID(sub.uid))
-	if o == sub.last {
+	if o.Equal(sub.last) {
 		return nil
 	}
 	sub.last = o

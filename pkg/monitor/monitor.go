@@ -107,10 +107,11 @@ type Monitor struct {
 	changed    map[string]bool
 	terminal   map[string]bool
 	reattached int
-	lastSeq    int64 // events up to here were polled
-	seqSet     bool  // lastSeq was read: the history is polled (not with Once)
-	inflight   int   // confirming GETs
-	started    bool  // Run was called
+	lastSeq    int64                // events up to here were polled
+	seqSet     bool                 // lastSeq was read: the history is polled (not with Once)
+	inflight   int                  // confirming GETs
+	podCaches  map[string]*podCache // by informer scope, "" cluster-wide
+	started    bool                 // Run was called
 
 	wake chan struct{} // Add, a finished ID or a GET done: the control loop looks again
 
@@ -123,7 +124,7 @@ type Monitor struct {
 	scoped      bool                                       // clusterWide was decided
 	narrowed    map[string]bool                            // kinds whose cluster-wide informer RBAC refused
 	factories   map[string]informers.SharedInformerFactory // by namespace, "" cluster-wide
-	informers   map[string]*informer                       // by factory namespace|kind
+	informers   map[string]*informer                       // by factory namespace|kind (pod and replicaset too)
 	syncCh      chan syncResult
 	bg          sync.WaitGroup
 	sem         chan struct{}
@@ -136,6 +137,7 @@ type subscription struct {
 	ids         []string
 	uid         string      // the object's UID once known
 	last        Observation // last enqueued, to skip repeats
+	podLast     Observation // last pod status enqueued (ContainerWaiting), to skip repeats
 	snapshotted bool
 	// outside: found by GET but not by the label-filtered informer (its
 	// gobrave-workload label was removed); checked again at each heartbeat.
@@ -179,6 +181,7 @@ func New(client kubernetes.Interface, st *store.Store, opts Options) *Monitor {
 		factories:  map[string]informers.SharedInformerFactory{},
 		informers:  map[string]*informer{},
 		narrowed:   map[string]bool{},
+		podCaches:  map[string]*podCache{},
 		syncCh:     make(chan syncResult),
 		sem:        make(chan struct{}, maxConfirm),
 	}
@@ -286,6 +289,12 @@ func (m *Monitor) control(ctx context.Context, heartbeat <-chan time.Time, write
 			}
 			m.recheckRequested(ctx)
 		case r := <-m.syncCh:
+			if r.inf.aux {
+				if err := m.podSynced(ctx, r); err != nil {
+					return false, err
+				}
+				continue
+			}
 			if r.err != nil && r.inf.namespace == "" && apierrors.IsForbidden(r.err) {
 				if err := m.narrow(ctx, r.inf); err != nil {
 					return false, err
@@ -321,6 +330,11 @@ func (m *Monitor) finished() bool {
 	if m.opts.Once {
 		if m.inflight > 0 {
 			return false
+		}
+		for _, inf := range m.informers {
+			if inf.aux && !inf.synced {
+				return false // the pods' status is not read yet
+			}
 		}
 		for _, s := range m.subs {
 			if !s.snapshotted {
@@ -440,7 +454,7 @@ func (m *Monitor) subscribe(ctx context.Context, leased []string, uids map[strin
 			sub.ids = append(sub.ids, s)
 			// Check the object (again) for the new ID: its record may be
 			// behind what was already reported for the other IDs.
-			sub.snapshotted, sub.last = false, Observation{}
+			sub.snapshotted, sub.last, sub.podLast = false, Observation{}, Observation{}
 			if !slices.Contains(fresh, sub) {
 				fresh = append(fresh, sub)
 			}
@@ -630,6 +644,7 @@ type informer struct {
 	inf       cache.SharedIndexInformer
 	stop      context.CancelFunc // stops this informer alone
 	synced    bool               // set by the control loop
+	aux       bool               // a pod or ReplicaSet informer (pods.go)
 
 	errMu   sync.Mutex
 	lastErr error // the last list/watch error, for the sync timeout message

@@ -704,7 +704,8 @@ func TestConstantAPIRequests(t *testing.T) {
 			if diff := cmp.Diff(Summary{Reattached: n, Changed: n, Terminal: n}, r.sum); diff != "" {
 				t.Errorf("summary (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(map[string]int{"list jobs": 1, "watch jobs": 1}, count(client)); diff != "" {
+			// The pods' informer too: one list and one watch, whatever n.
+			if diff := cmp.Diff(map[string]int{"list jobs": 1, "watch jobs": 1, "list pods": 1, "watch pods": 1}, count(client)); diff != "" {
 				t.Errorf("API requests (-want +got):\n%s", diff)
 			}
 			for _, a := range client.Actions() {
@@ -855,12 +856,12 @@ func TestClusterWideForbidden(t *testing.T) {
 		{
 			name:      "both kinds refused cluster-wide",
 			denied:    map[string][]string{"jobs": {""}, "deployments": {""}},
-			wantLists: map[string][]string{"jobs": nsList(namespaces), "deployments": nsList(namespaces)},
+			wantLists: map[string][]string{"jobs": nsList(namespaces), "deployments": nsList(namespaces), "pods": nil, "replicasets": nil},
 		},
 		{
 			name:      "only deployments refused cluster-wide",
 			denied:    map[string][]string{"deployments": {""}},
-			wantLists: map[string][]string{"jobs": nil, "deployments": nsList(namespaces)},
+			wantLists: map[string][]string{"jobs": nil, "deployments": nsList(namespaces), "pods": nil, "replicasets": nil},
 		},
 		{
 			name:    "a namespace refused too",
@@ -1185,7 +1186,11 @@ func TestRequestRechecksHeldID(t *testing.T) {
 				t.Errorf("OnEvent (-want +got):\n%s", diff)
 			}
 			resource := tt.id.Kind + "s"
-			if diff := cmp.Diff(map[string]int{"list " + resource: 1, "watch " + resource: 1}, count(client)); diff != "" {
+			wantReq := map[string]int{"list " + resource: 1, "watch " + resource: 1, "list pods": 1, "watch pods": 1}
+			if tt.id.Kind == runtimeid.KindDeployment {
+				wantReq["list replicasets"], wantReq["watch replicasets"] = 1, 1
+			}
+			if diff := cmp.Diff(wantReq, count(client)); diff != "" {
 				t.Errorf("API requests (-want +got):\n%s", diff)
 			}
 		})

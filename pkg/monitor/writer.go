@@ -66,7 +66,7 @@ func (m *Monitor) record(ctx context.Context, items []item) error {
 			continue
 		}
 		for _, id := range it.ids {
-			ts = append(ts, store.Transition{RuntimeID: id, Type: it.obs.Type, Message: it.obs.Message, UID: it.obs.UID, Time: it.at})
+			ts = append(ts, store.Transition{RuntimeID: id, Type: it.obs.Type, Message: it.obs.Message, UID: it.obs.UID, Time: it.at, Result: it.obs.Result})
 		}
 	}
 	if len(ts) == 0 {
@@ -223,7 +223,7 @@ func (m *Monitor) follow(ctx context.Context) {
 			continue
 		}
 		if sub := m.subs[id.Key()]; sub != nil && slices.Contains(sub.ids, s) && !slices.Contains(m.rechecks, sub) {
-			sub.last, sub.snapshotted = Observation{}, false
+			sub.last, sub.podLast, sub.snapshotted = Observation{}, Observation{}, false
 			m.rechecks = append(m.rechecks, sub)
 			wake = true
 		}

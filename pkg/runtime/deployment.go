@@ -233,7 +233,7 @@ func DeploymentEvent(d *appsv1.Deployment) (Observation, bool) {
 		want = *d.Spec.Replicas
 	}
 	if want == 0 && d.Status.Replicas == 0 {
-		return Observation{Type: store.ContainerExited, Message: "0", UID: uid}, true
+		return Observation{Type: store.ContainerExited, Message: "0", UID: uid, Result: store.Result{Reason: store.ReasonStopped}}, true
 	}
 	for _, c := range d.Status.Conditions {
 		failed := (c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue) ||
@@ -243,7 +243,12 @@ func DeploymentEvent(d *appsv1.Deployment) (Observation, bool) {
 			if msg == "" {
 				msg = string(c.Type)
 			}
-			return Observation{Type: store.ContainerFailed, Message: msg, UID: uid}, true
+			reason := c.Reason
+			if reason == "" {
+				reason = string(c.Type)
+			}
+			return Observation{Type: store.ContainerFailed, Message: msg, UID: uid,
+				Result: store.Result{Reason: reason, FinishedAt: timeOf(&c.LastTransitionTime)}}, true
 		}
 	}
 	if want > 0 && d.Status.ReadyReplicas > 0 && d.DeletionTimestamp == nil {
@@ -271,7 +276,7 @@ func (deploymentKind) Slim(obj any) (any, bool) {
 	if len(o.Status.Conditions) > 0 {
 		d.Status.Conditions = make([]appsv1.DeploymentCondition, len(o.Status.Conditions))
 		for i, c := range o.Status.Conditions {
-			d.Status.Conditions[i] = appsv1.DeploymentCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}
+			d.Status.Conditions[i] = appsv1.DeploymentCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
 		}
 	}
 	return d, true

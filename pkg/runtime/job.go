@@ -299,19 +299,32 @@ func JobEvent(j *batchv1.Job) (Observation, bool) {
 		return Observation{}, false
 	}
 	uid := string(j.UID)
+	started := timeOf(j.Status.StartTime)
+	completed := func(finished *metav1.Time) (Observation, bool) {
+		if j.Status.CompletionTime != nil {
+			finished = j.Status.CompletionTime
+		}
+		return Observation{Type: store.ContainerExited, Message: "0", UID: uid,
+			Result: store.Result{Reason: ReasonCompleted, ExitCode: exitCode(0), StartedAt: started, FinishedAt: timeOf(finished)}}, true
+	}
 	for _, c := range j.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
 			continue
 		}
 		switch c.Type {
 		case batchv1.JobComplete:
-			return Observation{Type: store.ContainerExited, Message: "0", UID: uid}, true
+			return completed(&c.LastTransitionTime)
 		case batchv1.JobFailed:
 			msg := conditionMessage(c.Reason, c.Message)
 			if msg == "" {
 				msg = "failed count " + strconv.Itoa(int(j.Status.Failed))
 			}
-			return Observation{Type: store.ContainerFailed, Message: msg, UID: uid}, true
+			reason := c.Reason
+			if reason == "" {
+				reason = ReasonError
+			}
+			return Observation{Type: store.ContainerFailed, Message: msg, UID: uid,
+				Result: store.Result{Reason: reason, StartedAt: started, FinishedAt: timeOf(&c.LastTransitionTime)}}, true
 		}
 	}
 	suspend := j.Spec.Suspend != nil && *j.Spec.Suspend
@@ -322,7 +335,8 @@ func JobEvent(j *batchv1.Job) (Observation, bool) {
 		}
 		switch {
 		case suspended && j.DeletionTimestamp == nil:
-			return Observation{Type: store.ContainerPaused, Message: store.SuspendedMessage, UID: uid}, true
+			return Observation{Type: store.ContainerPaused, Message: store.SuspendedMessage, UID: uid,
+				Result: store.Result{Reason: ReasonSuspended, StartedAt: started}}, true
 		case suspended || suspend:
 			return Observation{}, false
 		}
@@ -341,17 +355,19 @@ func JobEvent(j *batchv1.Job) (Observation, bool) {
 		if j.DeletionTimestamp != nil {
 			return Observation{}, false
 		}
-		return Observation{Type: store.ContainerStarted, UID: uid}, true
+		return Observation{Type: store.ContainerStarted, UID: uid, Result: store.Result{StartedAt: started}}, true
 	case st.Succeeded > 0:
-		return Observation{Type: store.ContainerExited, Message: "0", UID: uid}, true
+		return completed(nil)
 	case st.Failed > 0 && (j.Spec.BackoffLimit == nil || st.Failed > *j.Spec.BackoffLimit):
-		return Observation{Type: store.ContainerFailed, Message: fmt.Sprintf("%d failed pods", st.Failed), UID: uid}, true
+		return Observation{Type: store.ContainerFailed, Message: fmt.Sprintf("%d failed pods", st.Failed), UID: uid,
+			Result: store.Result{Reason: batchv1.JobReasonBackoffLimitExceeded, StartedAt: started}}, true
 	}
 	return Observation{}, false
 }
 
-// Slim keeps spec.backoffLimit and spec.suspend, the status counters and
-// the conditions' type, status, reason and message.
+// Slim keeps spec.backoffLimit and spec.suspend, the status counters, the
+// start and completion times and the conditions' type, status, reason,
+// message and last transition time.
 func (jobKind) Slim(obj any) (any, bool) {
 	o, ok := obj.(*batchv1.Job)
 	if !ok {
@@ -361,17 +377,18 @@ func (jobKind) Slim(obj any) (any, bool) {
 		ObjectMeta: slimMeta(&o.ObjectMeta),
 		Spec:       batchv1.JobSpec{BackoffLimit: o.Spec.BackoffLimit, Suspend: o.Spec.Suspend},
 		Status: batchv1.JobStatus{
-			StartTime: o.Status.StartTime,
-			Active:    o.Status.Active,
-			Succeeded: o.Status.Succeeded,
-			Failed:    o.Status.Failed,
-			Ready:     o.Status.Ready,
+			StartTime:      o.Status.StartTime,
+			CompletionTime: o.Status.CompletionTime,
+			Active:         o.Status.Active,
+			Succeeded:      o.Status.Succeeded,
+			Failed:         o.Status.Failed,
+			Ready:          o.Status.Ready,
 		},
 	}
 	if len(o.Status.Conditions) > 0 {
 		j.Status.Conditions = make([]batchv1.JobCondition, len(o.Status.Conditions))
 		for i, c := range o.Status.Conditions {
-			j.Status.Conditions[i] = batchv1.JobCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}
+			j.Status.Conditions[i] = batchv1.JobCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
 		}
 	}
 	return j, true

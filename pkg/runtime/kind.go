@@ -3,7 +3,9 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -91,13 +93,42 @@ func KindOf(name string) (Kind, error) {
 }
 
 // Observation is what was seen of one Kubernetes object: an observed event
-// type, its message and the UID of the object it is about. The store decides
-// whether it changes the workload's state.
+// type, its message, the UID of the object it is about and its structured
+// result (reason, exit code, start and finish times; see store.Result). The
+// store decides whether it changes the workload's state.
 type Observation struct {
 	Type    store.EventType
 	Message string
 	UID     string
+	store.Result
 }
+
+// Equal reports whether o and p say the same (their pointers may differ).
+func (o Observation) Equal(p Observation) bool {
+	return o.Type == p.Type && o.Message == p.Message && o.UID == p.UID && o.Reason == p.Reason &&
+		equalPtr(o.ExitCode, p.ExitCode, func(a, b int32) bool { return a == b }) &&
+		equalPtr(o.StartedAt, p.StartedAt, time.Time.Equal) &&
+		equalPtr(o.FinishedAt, p.FinishedAt, time.Time.Equal)
+}
+
+func equalPtr[T any](a, b *T, eq func(T, T) bool) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return eq(*a, *b)
+}
+
+// timeOf is a Kubernetes time as a result's time: nil when unset.
+func timeOf(t *metav1.Time) *time.Time {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// exitCode is a known exit code.
+func exitCode(c int32) *int32 { return &c }
 
 // Deleted is the observation for an object that is gone (a delete event, a
 // tombstone, a NotFound lookup, or an object of the same name with another UID).
@@ -118,9 +149,16 @@ func Observe(obj any) (Observation, bool) {
 // Slim is the informers' transform: it keeps only what the mapping and the
 // monitor read (name, namespace, uid, generation, resourceVersion,
 // deletionTimestamp, the gobrave-workload label, and what the kind's Observe
-// reads), so that thousands of cached workloads stay small. Objects of other
+// reads), so that thousands of cached workloads stay small. Pods and
+// ReplicaSets are slimmed by SlimPod and SlimReplicaSet. Objects of other
 // types (tombstones) pass unchanged.
 func Slim(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return SlimPod(o), nil
+	case *appsv1.ReplicaSet:
+		return SlimReplicaSet(o), nil
+	}
 	for _, k := range kinds {
 		if s, ok := k.Slim(obj); ok {
 			return s, nil

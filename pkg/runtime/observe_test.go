@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -25,10 +26,10 @@ func deployCond(t appsv1.DeploymentConditionType, s corev1.ConditionStatus, reas
 
 func TestJobEvent(t *testing.T) {
 	started := func(uid string) *Observation { return &Observation{Type: store.ContainerStarted, UID: uid} }
-	exited := &Observation{Type: store.ContainerExited, Message: "0", UID: "u1"}
-	paused := &Observation{Type: store.ContainerPaused, Message: store.SuspendedMessage, UID: "u1"}
-	failed := func(msg string) *Observation {
-		return &Observation{Type: store.ContainerFailed, Message: msg, UID: "u1"}
+	exited := &Observation{Type: store.ContainerExited, Message: "0", UID: "u1", Result: store.Result{Reason: "Completed", ExitCode: ptr(int32(0))}}
+	paused := &Observation{Type: store.ContainerPaused, Message: store.SuspendedMessage, UID: "u1", Result: store.Result{Reason: ReasonSuspended}}
+	failed := func(msg, reason string) *Observation {
+		return &Observation{Type: store.ContainerFailed, Message: msg, UID: "u1", Result: store.Result{Reason: reason}}
 	}
 	tests := []struct {
 		name   string
@@ -55,19 +56,19 @@ func TestJobEvent(t *testing.T) {
 		{name: "failed condition with reason and message", status: batchv1.JobStatus{Failed: 7, Conditions: []batchv1.JobCondition{
 			jobCond(batchv1.JobFailureTarget, corev1.ConditionTrue, "BackoffLimitExceeded", "Job has reached the specified backoff limit"),
 			jobCond(batchv1.JobFailed, corev1.ConditionTrue, "BackoffLimitExceeded", "Job has reached the specified backoff limit"),
-		}}, want: failed("BackoffLimitExceeded: Job has reached the specified backoff limit")},
+		}}, want: failed("BackoffLimitExceeded: Job has reached the specified backoff limit", "BackoffLimitExceeded")},
 		{name: "failed condition with message only", status: batchv1.JobStatus{Failed: 1, Conditions: []batchv1.JobCondition{
 			jobCond(batchv1.JobFailed, corev1.ConditionTrue, "", "Job was active longer than specified deadline"),
-		}}, want: failed("Job was active longer than specified deadline")},
+		}}, want: failed("Job was active longer than specified deadline", "Error")},
 		{name: "failed condition with reason only", status: batchv1.JobStatus{Failed: 1, Conditions: []batchv1.JobCondition{
 			jobCond(batchv1.JobFailed, corev1.ConditionTrue, "DeadlineExceeded", ""),
-		}}, want: failed("DeadlineExceeded")},
+		}}, want: failed("DeadlineExceeded", "DeadlineExceeded")},
 		{name: "failed condition without text uses the failed count", status: batchv1.JobStatus{Failed: 3, Conditions: []batchv1.JobCondition{
 			jobCond(batchv1.JobFailed, corev1.ConditionTrue, "", ""),
-		}}, want: failed("failed count 3")},
+		}}, want: failed("failed count 3", "Error")},
 		{name: "failed condition wins even with a pod still active", status: batchv1.JobStatus{Active: 1, Failed: 1, Conditions: []batchv1.JobCondition{
 			jobCond(batchv1.JobFailed, corev1.ConditionTrue, "DeadlineExceeded", "too slow"),
-		}}, want: failed("DeadlineExceeded: too slow")},
+		}}, want: failed("DeadlineExceeded: too slow", "DeadlineExceeded")},
 		{name: "condition not true is ignored", status: batchv1.JobStatus{Active: 1, Conditions: []batchv1.JobCondition{
 			jobCond(batchv1.JobComplete, corev1.ConditionFalse, "", ""),
 			jobCond(batchv1.JobFailed, corev1.ConditionUnknown, "", ""),
@@ -96,11 +97,11 @@ func TestJobEvent(t *testing.T) {
 			jobCond(batchv1.JobComplete, corev1.ConditionTrue, "", ""),
 		}}, want: exited},
 		{name: "no conditions, succeeded", status: batchv1.JobStatus{Succeeded: 1, StartTime: &now}, want: exited},
-		{name: "no conditions, failed, backoff limit unknown", status: batchv1.JobStatus{Failed: 2, StartTime: &now}, want: failed("2 failed pods")},
+		{name: "no conditions, failed, backoff limit unknown", status: batchv1.JobStatus{Failed: 2, StartTime: &now}, want: failed("2 failed pods", "BackoffLimitExceeded")},
 		{name: "no conditions, failed beyond the backoff limit", spec: batchv1.JobSpec{BackoffLimit: ptr(int32(6))},
-			status: batchv1.JobStatus{Failed: 7}, want: failed("7 failed pods")},
+			status: batchv1.JobStatus{Failed: 7}, want: failed("7 failed pods", "BackoffLimitExceeded")},
 		{name: "no conditions, backoff limit 0", spec: batchv1.JobSpec{BackoffLimit: ptr(int32(0))},
-			status: batchv1.JobStatus{Failed: 1}, want: failed("1 failed pods")},
+			status: batchv1.JobStatus{Failed: 1}, want: failed("1 failed pods", "BackoffLimitExceeded")},
 		{name: "no conditions, failed pod being retried", status: batchv1.JobStatus{Active: 1, Failed: 1}, want: started("u1")},
 		{name: "no conditions, failed pod waiting for its retry", spec: batchv1.JobSpec{BackoffLimit: ptr(int32(6))},
 			status: batchv1.JobStatus{Failed: 1, StartTime: &now}, want: nil},
@@ -135,9 +136,10 @@ func TestJobEvent(t *testing.T) {
 
 func TestDeploymentEvent(t *testing.T) {
 	started := &Observation{Type: store.ContainerStarted, UID: "u1"}
-	exited := &Observation{Type: store.ContainerExited, Message: "0", UID: "u1"}
+	exited := &Observation{Type: store.ContainerExited, Message: "0", UID: "u1", Result: store.Result{Reason: "Stopped"}}
 	failed := func(msg string) *Observation {
-		return &Observation{Type: store.ContainerFailed, Message: msg, UID: "u1"}
+		reason, _, _ := strings.Cut(msg, ":")
+		return &Observation{Type: store.ContainerFailed, Message: msg, UID: "u1", Result: store.Result{Reason: reason}}
 	}
 	quota := deployCond(appsv1.DeploymentReplicaFailure, corev1.ConditionTrue, "FailedCreate", `pods "web-1" is forbidden: exceeded quota`)
 	deadline := deployCond(appsv1.DeploymentProgressing, corev1.ConditionFalse, "ProgressDeadlineExceeded", `ReplicaSet "web-1" has timed out progressing.`)
@@ -275,8 +277,59 @@ func checkObservation(t *testing.T, want *Observation) func(Observation, bool) {
 		if !ok {
 			t.Fatalf("got nothing, want %+v", *want)
 		}
-		if diff := cmp.Diff(*want, got); diff != "" {
+		if want.StartedAt == nil && want.FinishedAt == nil {
+			// The times are checked by TestObservationTimes.
+			got.StartedAt, got.FinishedAt = nil, nil
+		}
+		// Observation.Equal would hide the fields cmp shows.
+		type fields Observation
+		if diff := cmp.Diff(fields(*want), fields(got)); diff != "" {
 			t.Errorf("observation (-want +got):\n%s", diff)
 		}
 	}
+}
+
+// TestObservationTimes: a job's run starts at its start time and finishes at
+// its completion time (else when its condition became true); a deployment's
+// failure finishes when its condition became true.
+func TestObservationTimes(t *testing.T) {
+	later := metav1.NewTime(now.Add(time.Minute))
+	at := func(m metav1.Time) *time.Time { u := m.UTC(); return &u }
+	tests := []struct {
+		name string
+		obj  any
+		want store.Result
+	}{
+		{"running job", &batchv1.Job{Status: batchv1.JobStatus{Active: 1, Ready: ptr(int32(1)), StartTime: &now}},
+			store.Result{StartedAt: at(now)}},
+		{"completed job", &batchv1.Job{Status: batchv1.JobStatus{Succeeded: 1, StartTime: &now, CompletionTime: &later,
+			Conditions: []batchv1.JobCondition{jobCond(batchv1.JobComplete, corev1.ConditionTrue, "", "")}}},
+			store.Result{Reason: "Completed", ExitCode: ptr(int32(0)), StartedAt: at(now), FinishedAt: at(later)}},
+		{"failed job", &batchv1.Job{Status: batchv1.JobStatus{Failed: 1, StartTime: &now,
+			Conditions: []batchv1.JobCondition{jobCond(batchv1.JobFailed, corev1.ConditionTrue, "BackoffLimitExceeded", "")}}},
+			store.Result{Reason: "BackoffLimitExceeded", StartedAt: at(now), FinishedAt: at(now)}},
+		{"deployment past its deadline", &appsv1.Deployment{Status: appsv1.DeploymentStatus{Conditions: []appsv1.DeploymentCondition{{
+			Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", LastTransitionTime: later}}}},
+			store.Result{Reason: "ProgressDeadlineExceeded", FinishedAt: at(later)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, obj := range []any{tt.obj, must(Slim(tt.obj))} {
+				got, ok := Observe(obj)
+				if !ok {
+					t.Fatal("no observation")
+				}
+				if diff := cmp.Diff(tt.want, got.Result); diff != "" {
+					t.Errorf("result (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+func must(v any, err error) any {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -107,6 +108,24 @@ func (r *Runtime) deploymentPods(ctx context.Context, id runtimeid.ID, uid strin
 	return ownedPods(pods.Items, owners), nil
 }
 
+// PodOwners is the set of controller UIDs whose pods belong to the workload
+// object uid of kind: a Job's own UID; a Deployment's ReplicaSets, those of
+// rss it controls.
+func PodOwners(kind string, uid types.UID, rss []*appsv1.ReplicaSet) map[types.UID]bool {
+	owners := map[types.UID]bool{}
+	switch kind {
+	case runtimeid.KindJob:
+		owners[uid] = true
+	case runtimeid.KindDeployment:
+		for _, rs := range rss {
+			if ref := metav1.GetControllerOf(rs); ref != nil && ref.UID == uid {
+				owners[rs.UID] = true
+			}
+		}
+	}
+	return owners
+}
+
 // ownedPods keeps the pods whose controller owner reference is one of owners.
 func ownedPods(pods []corev1.Pod, owners map[types.UID]bool) []corev1.Pod {
 	var out []corev1.Pod
@@ -187,6 +206,13 @@ type Info struct {
 	Image     string `json:"image"`
 	Ready     bool   `json:"ready"`
 	Restarts  int32  `json:"restarts"`
+	// PodReason and PodMessage say why the newest pod does not run (see
+	// PodStatusOf): a container's waiting reason or Unschedulable.
+	PodReason  string `json:"podReason"`
+	PodMessage string `json:"podMessage"`
+	// LastTermination is how a container of the newest pod last ended (a
+	// crash-looping container's last exit code and reason).
+	LastTermination *Termination `json:"lastTermination"`
 	// Exists is false when the workload object is gone from the cluster.
 	Exists bool   `json:"exists"`
 	UID    string `json:"uid,omitempty"`
@@ -223,6 +249,8 @@ func (r *Runtime) Inspect(ctx context.Context, id runtimeid.ID, uid string) (Inf
 		for _, cs := range pod.Status.ContainerStatuses {
 			info.Restarts += cs.RestartCount
 		}
+		ps := PodStatusOf(pod)
+		info.PodReason, info.PodMessage, info.LastTermination = ps.Reason, ps.Message, ps.LastTermination
 		for _, c := range pod.Status.Conditions {
 			if c.Type == corev1.PodReady {
 				info.Ready = c.Status == corev1.ConditionTrue

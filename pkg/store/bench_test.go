@@ -14,7 +14,7 @@ func fill(b testing.TB, s *Store, n int) []string {
 	ctx := context.Background()
 	var ids []string
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		st, err := tx.PrepareContext(ctx, "INSERT INTO workloads ("+workloadColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 'Created', '', 0, 0)")
+		st, err := tx.PrepareContext(ctx, "INSERT INTO workloads ("+workloadColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 'Created', '', 0, 0, '', NULL, NULL, NULL)")
 		if err != nil {
 			return err
 		}

@@ -10,7 +10,7 @@ import (
 )
 
 // SetCluster records the cluster identity of a record's workload (see
-// migrations/0003_cluster.sql); an empty cluster removes it.
+// migrations/0004_cluster.sql); an empty cluster removes it.
 func (s *Store) SetCluster(ctx context.Context, runtimeID, cluster string) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		if cluster == "" {

@@ -93,9 +93,10 @@ func (s *Store) Restore(ctx context.Context, old Workload, epoch int, msg string
 	now := s.now().UTC()
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE workloads SET uid = ?, spec = ?, state = ?, message = ?, request = ?, expect = ?,
-	created_at = ?, updated_at = ? WHERE runtime_id = ? AND epoch = ?`,
+	created_at = ?, updated_at = ?, reason = ?, exit_code = ?, started_at = ?, finished_at = ? WHERE runtime_id = ? AND epoch = ?`,
 			old.UID, string(specJSON), string(old.State), old.Message, string(old.Request), string(old.Expect),
-			toDB(old.CreatedAt), toDB(now), old.RuntimeID, epoch)
+			toDB(old.CreatedAt), toDB(now), old.Reason, nullInt(old.ExitCode), nullTime(old.StartedAt), nullTime(old.FinishedAt),
+			old.RuntimeID, epoch)
 		if err != nil {
 			return err
 		}
@@ -104,7 +105,8 @@ func (s *Store) Restore(ctx context.Context, old Workload, epoch int, msg string
 		} else if n == 0 {
 			return ErrSuperseded
 		}
-		_, err = tx.ExecContext(ctx, insertEvent(false), old.RuntimeID, string(RequestFailed), msg, old.UID, epoch, false, toDB(now))
+		_, err = tx.ExecContext(ctx, insertEvent(false), old.RuntimeID, string(RequestFailed), msg, old.UID, epoch, false, toDB(now),
+			"", nil, nil, nil)
 		return err
 	})
 	if errors.Is(err, ErrSuperseded) {

@@ -61,6 +61,13 @@ func Next(cur State, t, expect EventType) (next State, record bool) {
 			return cur, false
 		}
 		return StateFailed, true
+	case ContainerWaiting:
+		// A reason for a workload still starting or running; the record
+		// keeps its state.
+		if cur == StateCreated || cur == StateStarting || cur == StateRunning {
+			return cur, true
+		}
+		return cur, false
 	case ContainerDeleted:
 		switch {
 		case cur == StateDeleted:
@@ -162,7 +169,7 @@ func newApplier(ctx context.Context, tx *sql.Tx) (*applier, error) {
 		{&a.get, "SELECT " + workloadColumns + " FROM workloads WHERE runtime_id = ?"},
 		{&a.insert, insertEvent(false)},
 		{&a.insertObserved, insertEvent(true)},
-		{&a.update, "UPDATE workloads SET state = ?, message = ?, uid = ?, epoch = ?, request = ?, expect = ?, updated_at = ? WHERE runtime_id = ?"},
+		{&a.update, "UPDATE workloads SET state = ?, message = ?, uid = ?, epoch = ?, request = ?, expect = ?, updated_at = ?, reason = ?, exit_code = ?, started_at = ?, finished_at = ? WHERE runtime_id = ?"},
 		{&a.seenBefore, "SELECT EXISTS (SELECT 1 FROM events WHERE runtime_id = ? AND uid = ? AND epoch < ?)"},
 	} {
 		st, err := tx.PrepareContext(ctx, p.q)
@@ -192,7 +199,7 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 		return Applied{}, err
 	}
 	observed := t.Type.Observed()
-	ev := Event{RuntimeID: t.RuntimeID, Type: t.Type, Message: t.Message, UID: t.UID, Time: t.Time.UTC()}
+	ev := Event{RuntimeID: t.RuntimeID, Type: t.Type, Message: t.Message, UID: t.UID, Time: t.Time.UTC(), Result: t.Result}
 	if t.Time.IsZero() {
 		ev.Time = now
 	}
@@ -220,8 +227,8 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 		}
 	}
 	next, record := Next(w.State, t.Type, w.Expect)
-	if !record {
-		return skip, nil
+	if !record || t.Type == ContainerWaiting && t.Reason == w.Reason {
+		return skip, nil // a waiting reason is recorded when it changes
 	}
 
 	epoch, request, expect := w.Epoch, w.Request, w.Expect
@@ -261,7 +268,12 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 		if ev.Message == "" {
 			ev.Message = stoppedMessage
 		}
+		ev.Reason = ReasonStopped
 	}
+	if ev.Reason == "" && (t.Type == ContainerDeleted || t.Type == DeleteRequested) && next == StateDeleted {
+		ev.Reason = ReasonDeleted
+	}
+	result := nextResult(w, ev, next)
 
 	// A job may be suspended and unsuspended any number of times within one
 	// request (Kueue preempts and admits it again), so a suspension and a
@@ -275,7 +287,8 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 	if dedupe {
 		ins = a.insertObserved
 	}
-	res, err := ins.ExecContext(ctx, ev.RuntimeID, string(ev.Type), ev.Message, ev.UID, epoch, dedupe, toDB(ev.Time))
+	res, err := ins.ExecContext(ctx, ev.RuntimeID, string(ev.Type), ev.Message, ev.UID, epoch, dedupe, toDB(ev.Time),
+		ev.Reason, nullInt(ev.ExitCode), nullTime(ev.StartedAt), nullTime(ev.FinishedAt))
 	if err != nil {
 		return Applied{}, err
 	}
@@ -287,9 +300,65 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 	if ev.Seq, err = res.LastInsertId(); err != nil {
 		return Applied{}, err
 	}
-	if _, err := a.update.ExecContext(ctx, string(next), msg, uid, epoch, string(request), string(expect), toDB(now), w.RuntimeID); err != nil {
+	if _, err := a.update.ExecContext(ctx, string(next), msg, uid, epoch, string(request), string(expect), toDB(now),
+		result.Reason, nullInt(result.ExitCode), nullTime(result.StartedAt), nullTime(result.FinishedAt), w.RuntimeID); err != nil {
 		return Applied{}, err
 	}
 	w.State, w.Message, w.UID, w.Epoch, w.Request, w.Expect, w.UpdatedAt = next, msg, uid, epoch, request, expect, now
+	w.Result = result
 	return Applied{Event: ev, Applied: true, Workload: w}, nil
+}
+
+// nextResult is the record's result after ev moved it from w to next:
+//   - a new run (Created, StartRequested, ResumeRequested) forgets the last one;
+//   - ContainerStarted clears the reason (a waiting reason is over) and sets
+//     startedAt (the event's, else its time);
+//   - ContainerWaiting sets the reason and the exit code of the last
+//     termination (a crash loop's), and keeps the state;
+//   - ContainerExited and ContainerFailed set the reason, the exit code and
+//     the times (finishedAt: the event's, else its time);
+//   - the end of a stop (Stopped) or of the object (Deleted) sets the reason
+//     and finishedAt when the run had not finished.
+//
+// Any other event keeps the result.
+func nextResult(w Workload, ev Event, next State) Result {
+	r := w.Result
+	at := ev.Time
+	switch ev.Type {
+	case Created, StartRequested, ResumeRequested, RestartRequested:
+		return Result{}
+	case ContainerStarted:
+		if next != StateRunning {
+			return r
+		}
+		r.Reason, r.ExitCode, r.FinishedAt = "", nil, nil
+		r.StartedAt = ev.StartedAt
+		if r.StartedAt == nil {
+			r.StartedAt = &at
+		}
+	case ContainerWaiting:
+		r.Reason, r.ExitCode = ev.Reason, ev.ExitCode
+	case ContainerPaused:
+		if next == StatePaused {
+			r.Reason = ev.Reason // Suspended; cleared when it runs again
+		}
+	case ContainerExited, ContainerFailed:
+		r.Reason, r.ExitCode = ev.Reason, ev.ExitCode
+		if ev.StartedAt != nil {
+			r.StartedAt = ev.StartedAt
+		}
+		r.FinishedAt = ev.FinishedAt
+		if r.FinishedAt == nil {
+			r.FinishedAt = &at
+		}
+	case ContainerDeleted, DeleteRequested:
+		if next == w.State && w.State.Terminal() {
+			return r // ended before: its result stands
+		}
+		r.Reason = ev.Reason
+		if r.FinishedAt == nil {
+			r.FinishedAt = &at
+		}
+	}
+	return r
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -73,6 +74,15 @@ func TestNext(t *testing.T) {
 		{dep, StateFailed, ContainerDeleted, StateDeleted, true},
 		{dep, StateDeleted, ContainerDeleted, StateDeleted, true},
 		{job, StateDeleted, ContainerDeleted, StateDeleted, true},
+
+		// ContainerWaiting: a reason for a starting or running workload, no move.
+		{dep, StateCreated, ContainerWaiting, StateCreated, true},
+		{dep, StateStarting, ContainerWaiting, StateStarting, true},
+		{job, StateRunning, ContainerWaiting, StateRunning, true},
+		{dep, StateStopping, ContainerWaiting, StateStopping, false},
+		{job, StateExited, ContainerWaiting, StateExited, false},
+		{job, StateFailed, ContainerWaiting, StateFailed, false},
+		{dep, StateDeleted, ContainerWaiting, StateDeleted, false},
 
 		// Unknown types change nothing.
 		{dep, StateRunning, "Exploded", StateRunning, false},
@@ -544,7 +554,7 @@ func TestObservedUniqueIndex(t *testing.T) {
 	w.UID = "u"
 	mustPut(t, s, w)
 	for range 2 {
-		if _, err := s.db.ExecContext(ctx, insertEvent(true), w.RuntimeID, string(ContainerDeleted), "", "u", 1, true, 0); err != nil {
+		if _, err := s.db.ExecContext(ctx, insertEvent(true), w.RuntimeID, string(ContainerDeleted), "", "u", 1, true, 0, "", nil, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -553,7 +563,7 @@ func TestObservedUniqueIndex(t *testing.T) {
 	}
 	// Requested events are never deduplicated.
 	for range 2 {
-		if _, err := s.db.ExecContext(ctx, insertEvent(false), w.RuntimeID, string(StopRequested), "", "u", 1, false, 0); err != nil {
+		if _, err := s.db.ExecContext(ctx, insertEvent(false), w.RuntimeID, string(StopRequested), "", "u", 1, false, 0, "", nil, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -642,5 +652,102 @@ func TestForgetAndRestore(t *testing.T) {
 	}
 	if err := s.Restore(ctx, before, intent.Epoch-1, "x"); !errors.Is(err, ErrSuperseded) {
 		t.Errorf("Restore at an older epoch = %v, want ErrSuperseded", err)
+	}
+}
+
+// TestResults follows the record's structured result through a job's life:
+// a pull error while starting, the reason cleared when it starts, the exit
+// code and times of its failure, a new run forgetting them, and the reasons
+// the store itself gives a stop and a deletion.
+func TestResults(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	w := workload("default", "job", "j")
+	w.UID = "u"
+	mustPut(t, s, w)
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	t1, t2 := t0.Add(time.Minute), t0.Add(2*time.Minute)
+	code := int32(42)
+	at := func(t time.Time) *time.Time { return &t }
+	steps := []struct {
+		tr   Transition
+		want Result
+		st   State
+	}{
+		{Transition{Type: StartRequested}, Result{}, StateStarting},
+		{Transition{Type: ContainerWaiting, Message: `Back-off pulling image "x"`, Result: Result{Reason: "ImagePullBackOff"}}, Result{Reason: "ImagePullBackOff"}, StateStarting},
+		{Transition{Type: ContainerStarted, Time: t0, Result: Result{StartedAt: at(t0)}}, Result{StartedAt: at(t0)}, StateRunning},
+		{Transition{Type: ContainerFailed, Time: t2, Result: Result{Reason: "BackoffLimitExceeded", ExitCode: &code, FinishedAt: at(t1)}},
+			Result{Reason: "BackoffLimitExceeded", ExitCode: &code, StartedAt: at(t0), FinishedAt: at(t1)}, StateFailed},
+		{Transition{Type: StartRequested, Retire: true}, Result{}, StateStarting},
+		{Transition{Type: ContainerStarted, UID: "u2", Time: t1}, Result{StartedAt: at(t1)}, StateRunning},
+		{Transition{Type: StopRequested, Expect: ContainerDeleted}, Result{StartedAt: at(t1)}, StateStopping},
+		{Transition{Type: ContainerDeleted, UID: "u2", Time: t2}, Result{Reason: ReasonStopped, StartedAt: at(t1), FinishedAt: at(t2)}, StateExited},
+		{Transition{Type: DeleteRequested, Time: t2}, Result{Reason: ReasonDeleted, StartedAt: at(t1), FinishedAt: at(t2)}, StateDeleted},
+	}
+	for i, step := range steps {
+		step.tr.RuntimeID = w.RuntimeID
+		ev, ok, err := s.Apply(ctx, step.tr)
+		if err != nil || !ok {
+			t.Fatalf("step %d (%s): applied %v, %v", i, step.tr.Type, ok, err)
+		}
+		got, err := s.Get(ctx, w.RuntimeID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != step.st {
+			t.Errorf("step %d (%s): state %s, want %s", i, step.tr.Type, got.State, step.st)
+		}
+		if diff := cmp.Diff(step.want, got.Result); diff != "" {
+			t.Errorf("step %d (%s): record result (-want +got):\n%s", i, step.tr.Type, diff)
+		}
+		if step.tr.Type == ContainerDeleted && ev.Reason != ReasonStopped {
+			t.Errorf("the deletion that ends a stop has reason %q, want Stopped", ev.Reason)
+		}
+	}
+	evs, err := s.Events(ctx, w.RuntimeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed Event
+	for _, e := range evs {
+		if e.Type == ContainerFailed {
+			failed = e
+		}
+	}
+	if failed.Reason != "BackoffLimitExceeded" || failed.ExitCode == nil || *failed.ExitCode != 42 || failed.FinishedAt == nil || !failed.FinishedAt.Equal(t1) {
+		t.Errorf("recorded failure %+v, want BackoffLimitExceeded, exit code 42, finished at %s", failed, t1)
+	}
+}
+
+// TestPausedResult: a suspension sets the record's reason to the event's
+// (Suspended), a start out of paused clears it, a restart begins a new run.
+func TestPausedResult(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	w := workload("default", "job", "task")
+	mustPut(t, s, w)
+	steps := []struct {
+		t    Transition
+		want string
+	}{
+		{Transition{Type: ContainerStarted, UID: "u"}, ""},
+		{Transition{Type: ContainerPaused, UID: "u", Message: SuspendedMessage, Result: Result{Reason: "Suspended"}}, "Suspended"},
+		{Transition{Type: ContainerStarted, UID: "u"}, ""},
+		{Transition{Type: ContainerPaused, UID: "u", Message: SuspendedMessage, Result: Result{Reason: "Suspended"}}, "Suspended"},
+		{Transition{Type: RestartRequested}, ""},
+	}
+	for i, st := range steps {
+		st.t.RuntimeID = w.RuntimeID
+		if _, _, err := s.Apply(ctx, st.t); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Get(ctx, w.RuntimeID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Reason != st.want {
+			t.Errorf("step %d (%s): reason %q, want %q (state %s)", i, st.t.Type, got.Reason, st.want, got.State)
+		}
 	}
 }

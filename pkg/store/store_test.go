@@ -506,8 +506,8 @@ func TestPutResetsRecordAndKeepsHistory(t *testing.T) {
 		{Seq: 1, RuntimeID: id, Type: Created, Message: "created", UID: "uid-1", Time: t0},
 		{Seq: 2, RuntimeID: id, Type: StartRequested, UID: "uid-1", Time: t0},
 		{Seq: 3, RuntimeID: id, Type: ContainerStarted, Message: "1/1 ready", UID: "uid-1", Time: t0},
-		{Seq: 4, RuntimeID: id, Type: DeleteRequested, UID: "uid-1", Time: t0},
-		{Seq: 5, RuntimeID: id, Type: ContainerDeleted, UID: "uid-1", Time: t0},
+		{Seq: 4, RuntimeID: id, Type: DeleteRequested, UID: "uid-1", Time: t0, Result: Result{Reason: ReasonDeleted}},
+		{Seq: 5, RuntimeID: id, Type: ContainerDeleted, UID: "uid-1", Time: t0, Result: Result{Reason: ReasonDeleted}},
 		{Seq: 6, RuntimeID: id, Type: Created, Message: "created again", UID: "uid-2", Time: t1},
 	}
 	if diff := cmp.Diff(wantEvs, evs); diff != "" {
@@ -836,5 +836,99 @@ func TestPutAdoptedKeepsAnotherUID(t *testing.T) {
 	}
 	if got, _ := s.Get(ctx, w.RuntimeID); got.UID != "uid-planted" {
 		t.Errorf("replace did not replace: %+v", got)
+	}
+}
+
+// TestMigrateSchema2 opens a file written by schema 2 (the release before
+// structured results): the records and events gain their reasons, exit
+// codes and times from what the history says structurally, and the new
+// ContainerWaiting events are recorded per reason while the other observed
+// events stay once per object, type and epoch.
+func TestMigrateSchema2(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		migrations[0].sql,
+		migrations[1].sql,
+		"PRAGMA user_version = 2",
+		`INSERT INTO workloads (runtime_id, runtime, namespace, kind, name, uid, spec, state, message, epoch, request, expect, created_at, updated_at) VALUES
+		 ('k8s-default|job|done', 'k8s', 'default', 'job', 'done', 'u1', '{}', 'exited', '0', 2, 'StartRequested', '', 0, 0),
+		 ('k8s-default|deployment|web', 'k8s', 'default', 'deployment', 'web', 'u2', '{}', 'exited', '0', 3, 'StopRequested', '', 0, 0),
+		 ('k8s-default|deployment|gone', 'k8s', 'default', 'deployment', 'gone', 'u3', '{}', 'deleted', '', 2, 'DeleteRequested', '', 0, 0),
+		 ('k8s-default|deployment|up', 'k8s', 'default', 'deployment', 'up', 'u4', '{}', 'running', '', 2, 'StartRequested', '', 0, 0)`,
+		`INSERT INTO events (runtime_id, type, message, uid, epoch, observed, time) VALUES
+		 ('k8s-default|job|done', 'Created', '', 'u1', 1, 0, 0),
+		 ('k8s-default|job|done', 'StartRequested', '', 'u1', 2, 0, 1),
+		 ('k8s-default|job|done', 'ContainerStarted', '', 'u1', 2, 1, 2),
+		 ('k8s-default|job|done', 'ContainerExited', '0', 'u1', 2, 1, 3),
+		 ('k8s-default|deployment|gone', 'DeleteRequested', '', 'u3', 2, 0, 4),
+		 ('k8s-default|deployment|up', 'ContainerStarted', '', 'u4', 2, 1, 5)`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	s, _ := openAt(t, path)
+	if v, err := s.SchemaVersion(ctx); err != nil || v != SchemaLatest() {
+		t.Fatalf("schema %d, %v; want %d", v, err, SchemaLatest())
+	}
+	recs, err := s.Records(ctx, []string{"k8s-default|job|done", "k8s-default|deployment|web", "k8s-default|deployment|gone", "k8s-default|deployment|up"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := int32(0)
+	at := func(n int64) *time.Time { t := fromDB(n); return &t }
+	want := map[string]Result{
+		"k8s-default|job|done":        {Reason: "Completed", ExitCode: &zero, StartedAt: at(2), FinishedAt: at(3)},
+		"k8s-default|deployment|web":  {Reason: ReasonStopped},
+		"k8s-default|deployment|gone": {Reason: ReasonDeleted},
+		"k8s-default|deployment|up":   {StartedAt: at(5)},
+	}
+	for id, r := range want {
+		if diff := cmp.Diff(r, recs[id].Result); diff != "" {
+			t.Errorf("%s: migrated result (-want +got):\n%s", id, diff)
+		}
+	}
+	evs, err := s.Events(ctx, "k8s-default|job|done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := evs[len(evs)-1]; e.Type != ContainerExited || e.Reason != "Completed" || e.ExitCode == nil || *e.ExitCode != 0 {
+		t.Errorf("migrated exit event %+v, want reason Completed, exit code 0", e)
+	}
+
+	// The migrated database takes the new events: a reason per change.
+	id := "k8s-default|deployment|up"
+	one := int32(1)
+	for _, tr := range []Transition{
+		{RuntimeID: id, Type: ContainerWaiting, UID: "u4", Message: "back-off", Result: Result{Reason: "CrashLoopBackOff", ExitCode: &one}},
+		{RuntimeID: id, Type: ContainerWaiting, UID: "u4", Message: "back-off 20s", Result: Result{Reason: "CrashLoopBackOff", ExitCode: &one}},
+		{RuntimeID: id, Type: ContainerStarted, UID: "u4"}, // already recorded in this epoch
+	} {
+		if _, _, err := s.Apply(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := countEvents(t, s.db, id, ContainerWaiting); n != 1 {
+		t.Errorf("%d ContainerWaiting events for one reason, want 1", n)
+	}
+	if n := countEvents(t, s.db, id, ContainerStarted); n != 1 {
+		t.Errorf("%d ContainerStarted events in one epoch, want 1", n)
+	}
+	w, err := s.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.State != StateRunning || w.Reason != "CrashLoopBackOff" || w.ExitCode == nil || *w.ExitCode != 1 || w.Message != "back-off" {
+		t.Errorf("after a crash loop: %s %q %v %q, want running CrashLoopBackOff 1 back-off", w.State, w.Reason, w.ExitCode, w.Message)
+	}
+	if err := s.IntegrityCheck(ctx); err != nil {
+		t.Error(err)
 	}
 }

@@ -47,6 +47,11 @@ const (
 	// its object is kept (a Job with spec.suspend whose Suspended condition
 	// the job controller set). Its message is SuspendedMessage.
 	ContainerPaused EventType = "ContainerPaused"
+	// ContainerWaiting: the newest pod of the workload waits with a reason
+	// (its image cannot be pulled, it crash-loops, it cannot be scheduled).
+	// It changes no state: the record keeps its state with the reason set,
+	// and is recorded again only when the reason changes.
+	ContainerWaiting EventType = "ContainerWaiting"
 )
 
 // SuspendedMessage is the message of a ContainerPaused event of a suspended
@@ -74,7 +79,7 @@ const (
 // Observed reports whether t comes from the monitor rather than from a verb.
 func (t EventType) Observed() bool {
 	switch t {
-	case ContainerStarted, ContainerExited, ContainerFailed, ContainerDeleted, ContainerPaused:
+	case ContainerStarted, ContainerExited, ContainerFailed, ContainerDeleted, ContainerPaused, ContainerWaiting:
 		return true
 	}
 	return false
@@ -97,6 +102,9 @@ type Workload struct {
 	Spec      spec.ContainerSpec `json:"spec"`
 	State     State              `json:"state"`
 	Message   string             `json:"message"`
+	// Result is the machine-readable outcome of the current run, or why it
+	// is stuck (see Result).
+	Result
 	// Epoch counts the requests made of this record: every requested event
 	// but RequestFailed raises it (Created is epoch 1). Observed events are
 	// idempotent per (runtime ID, UID, type, epoch): each request gets its
@@ -121,6 +129,7 @@ type Event struct {
 	Message   string    `json:"message"`
 	UID       string    `json:"uid"`
 	Time      time.Time `json:"time"`
+	Result
 }
 
 // Transition asks the store to record an event and move the workload's state.
@@ -132,6 +141,8 @@ type Transition struct {
 	// A non-empty UID on a requested event also updates the workload's UID.
 	UID  string
 	Time time.Time // zero means now
+	// Result, on an observed event, is its reason, exit code and times.
+	Result
 	// Epoch, when not 0, is the epoch the event belongs to: an observed
 	// event made for an older request, or a RequestFailed of a request that
 	// a later one superseded, records nothing or (RequestFailed) keeps the
@@ -174,4 +185,21 @@ type Owner struct {
 	ID   string // unique per process, e.g. host/pid/random
 	PID  int
 	Host string
+}
+
+// Reasons the store itself sets (the others come from the cluster through
+// the monitor: Completed, Error, BackoffLimitExceeded, ImagePullBackOff ...).
+const (
+	ReasonStopped = "Stopped"
+	ReasonDeleted = "Deleted"
+)
+
+// Result is the structured outcome carried by an event and kept on the
+// record: a machine-readable reason, the container's exit code (nil when
+// unknown) and when the run started and finished (nil when unknown).
+type Result struct {
+	Reason     string     `json:"reason"`
+	ExitCode   *int32     `json:"exitCode"`
+	StartedAt  *time.Time `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt"`
 }

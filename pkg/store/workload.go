@@ -10,9 +10,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
-const workloadColumns = "runtime_id, runtime, namespace, kind, name, uid, spec, state, message, epoch, request, expect, created_at, updated_at"
+const workloadColumns = "runtime_id, runtime, namespace, kind, name, uid, spec, state, message, epoch, request, expect, created_at, updated_at, reason, exit_code, started_at, finished_at"
+
+// eventColumns are the columns queryEvents reads.
+const eventColumns = "seq, runtime_id, type, message, uid, time, reason, exit_code, started_at, finished_at"
 
 // Put records w, or resets the record with the same runtime ID (a workload
 // deleted and created again under the same name): the row takes w's UID,
@@ -103,20 +107,24 @@ func (s *Store) put(ctx context.Context, w Workload, ev Transition, replace bool
 		var epoch int
 		err := tx.QueryRowContext(ctx, `
 INSERT INTO workloads (`+workloadColumns+`)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, '', ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, '', ?, ?, ?, ?, ?, ?)
 ON CONFLICT (runtime_id) DO UPDATE SET
 	runtime = excluded.runtime, namespace = excluded.namespace, kind = excluded.kind,
 	name = excluded.name, uid = excluded.uid, spec = excluded.spec, state = excluded.state,
 	message = excluded.message, epoch = workloads.epoch + 1, request = excluded.request, expect = '',
-	created_at = excluded.created_at, updated_at = excluded.updated_at
+	created_at = excluded.created_at, updated_at = excluded.updated_at,
+	reason = excluded.reason, exit_code = excluded.exit_code,
+	started_at = excluded.started_at, finished_at = excluded.finished_at
 RETURNING epoch`,
 			w.RuntimeID, w.Runtime, w.Namespace, w.Kind, w.Name, w.UID, string(specJSON),
-			string(w.State), w.Message, string(ev.Type), toDB(created), toDB(now)).Scan(&epoch)
+			string(w.State), w.Message, string(ev.Type), toDB(created), toDB(now),
+			w.Reason, nullInt(w.ExitCode), nullTime(w.StartedAt), nullTime(w.FinishedAt)).Scan(&epoch)
 		if err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, insertEvent(ev.Type.Observed()),
-			ev.RuntimeID, string(ev.Type), ev.Message, ev.UID, epoch, ev.Type.Observed(), toDB(evTime))
+			ev.RuntimeID, string(ev.Type), ev.Message, ev.UID, epoch, ev.Type.Observed(), toDB(evTime),
+			ev.Reason, nullInt(ev.ExitCode), nullTime(ev.StartedAt), nullTime(ev.FinishedAt))
 		return err
 	})
 	var other *OtherUIDError
@@ -134,7 +142,40 @@ func insertEvent(observed bool) string {
 	if observed {
 		verb = "INSERT OR IGNORE" // the unique index events_observed_once
 	}
-	return verb + " INTO events (runtime_id, type, message, uid, epoch, observed, time) VALUES (?, ?, ?, ?, ?, ?, ?)"
+	return verb + " INTO events (runtime_id, type, message, uid, epoch, observed, time, reason, exit_code, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+}
+
+// nullInt is an exit code for the database: NULL when unknown.
+func nullInt(p *int32) sql.NullInt32 {
+	if p == nil {
+		return sql.NullInt32{}
+	}
+	return sql.NullInt32{Int32: *p, Valid: true}
+}
+
+// nullTime is a time for the database: NULL when unknown.
+func nullTime(p *time.Time) sql.NullInt64 {
+	if p == nil || p.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: toDB(*p), Valid: true}
+}
+
+// scanResult turns the result columns read into r.
+func scanResult(r *Result, reason string, code sql.NullInt32, started, finished sql.NullInt64) {
+	r.Reason = reason
+	if code.Valid {
+		c := code.Int32
+		r.ExitCode = &c
+	}
+	if started.Valid {
+		t := fromDB(started.Int64)
+		r.StartedAt = &t
+	}
+	if finished.Valid {
+		t := fromDB(finished.Int64)
+		r.FinishedAt = &t
+	}
 }
 
 // Get returns the workload with the runtime ID, or an error wrapping ErrNotFound.
@@ -273,7 +314,7 @@ func (s *Store) SetUID(ctx context.Context, runtimeID, uid string) error {
 // Events returns the history of the runtime IDs (of every workload when none
 // is given), oldest first.
 func (s *Store) Events(ctx context.Context, runtimeIDs ...string) ([]Event, error) {
-	q := "SELECT seq, runtime_id, type, message, uid, time FROM events"
+	q := "SELECT " + eventColumns + " FROM events"
 	var args []any
 	if len(runtimeIDs) > 0 {
 		q += " WHERE runtime_id IN (" + placeholders(len(runtimeIDs)) + ")"
@@ -332,7 +373,7 @@ func (s *Store) LastEventSeq(ctx context.Context) (int64, error) {
 // afterSeq (by any process), oldest first. Poll it with the Seq of the last
 // event seen; 0 returns the whole history.
 func (s *Store) EventsSince(ctx context.Context, afterSeq int64) ([]Event, error) {
-	return s.queryEvents(ctx, "SELECT seq, runtime_id, type, message, uid, time FROM events WHERE seq > ? ORDER BY seq", afterSeq)
+	return s.queryEvents(ctx, "SELECT "+eventColumns+" FROM events WHERE seq > ? ORDER BY seq", afterSeq)
 }
 
 func (s *Store) queryEvents(ctx context.Context, q string, args ...any) ([]Event, error) {
@@ -346,9 +387,13 @@ func (s *Store) queryEvents(ctx context.Context, q string, args ...any) ([]Event
 		var e Event
 		var typ string
 		var t int64
-		if err := rows.Scan(&e.Seq, &e.RuntimeID, &typ, &e.Message, &e.UID, &t); err != nil {
+		var reason string
+		var code sql.NullInt32
+		var started, finished sql.NullInt64
+		if err := rows.Scan(&e.Seq, &e.RuntimeID, &typ, &e.Message, &e.UID, &t, &reason, &code, &started, &finished); err != nil {
 			return nil, s.fail("read events", err)
 		}
+		scanResult(&e.Result, reason, code, started, finished)
 		e.Type = EventType(typ)
 		e.Time = fromDB(t)
 		evs = append(evs, e)
@@ -377,10 +422,15 @@ func scanRow(scan func(...any) error, spec *[]byte) (Workload, error) {
 	var w Workload
 	var state, request, expect string
 	var created, updated int64
+	var reason string
+	var code sql.NullInt32
+	var started, finished sql.NullInt64
 	if err := scan(&w.RuntimeID, &w.Runtime, &w.Namespace, &w.Kind, &w.Name, &w.UID, spec,
-		&state, &w.Message, &w.Epoch, &request, &expect, &created, &updated); err != nil {
+		&state, &w.Message, &w.Epoch, &request, &expect, &created, &updated,
+		&reason, &code, &started, &finished); err != nil {
 		return Workload{}, err
 	}
+	scanResult(&w.Result, reason, code, started, finished)
 	w.State = State(state)
 	w.Request, w.Expect = EventType(request), EventType(expect)
 	w.CreatedAt = fromDB(created)

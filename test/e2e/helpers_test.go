@@ -35,6 +35,13 @@ const (
 	// labelRunFor=<Go duration, e.g. 30s>: a Job's pod completes (or fails, with labelExitCode)
 	// that long after it started running, instead of at once.
 	labelRunFor = "gobrave.test/run-for"
+	// labelWaiting=REASON: the pod stays Pending, every container waiting with REASON
+	// (ErrImagePull, ImagePullBackOff, InvalidImageName, CreateContainerConfigError,
+	// CreateContainerError) and the kubelet's message for it.
+	labelWaiting = "gobrave.test/waiting"
+	// labelCrashLoop=N: the pod runs unready, every container in CrashLoopBackOff with its last
+	// termination exit code N (reason Error); a restart every 2 s.
+	labelCrashLoop = "gobrave.test/crash-loop"
 )
 
 // Default timeouts. The cluster places and starts a pod in well under a second; these leave room

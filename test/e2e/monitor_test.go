@@ -83,6 +83,8 @@ type monWorkload struct {
 	UID       string `json:"uid"`
 	State     string `json:"state"`
 	Message   string `json:"message"`
+	Reason    string `json:"reason"`
+	ExitCode  *int32 `json:"exitCode"`
 }
 
 type monEvent struct {
@@ -91,6 +93,8 @@ type monEvent struct {
 	Message   string    `json:"message"`
 	UID       string    `json:"uid"`
 	Time      time.Time `json:"time"`
+	Reason    string    `json:"reason"`
+	ExitCode  *int32    `json:"exitCode"`
 }
 
 func (ev monEvent) String() string {
@@ -846,7 +850,8 @@ var (
 )
 
 // TestRequestCount is the guard of the scale issue: reconciling 200 workloads costs a fixed number
-// of API requests (a list and a watch per kind), none about one workload.
+// of API requests (a list and a watch per kind, and for the pods' status one of pods and one of
+// ReplicaSets), none about one workload or one pod.
 func TestRequestCount(t *testing.T) {
 	const perKind = 100
 	e := newMonEnv(t)
@@ -913,14 +918,21 @@ func TestRequestCount(t *testing.T) {
 		if monObjectPath.MatchString(path) {
 			t.Errorf("request about one workload: %s", req)
 		}
-		for _, kind := range []string{"deployments", "jobs"} {
+		for _, kind := range []string{"deployments", "jobs", "pods", "replicasets"} {
 			if strings.HasSuffix(path, "/"+kind) {
 				listed[kind] = true
 			}
 		}
+		if strings.Contains(path, "/pods/") || strings.Contains(path, "/replicasets/") {
+			t.Errorf("request about one pod or ReplicaSet: %s", req)
+		}
 	}
 	if !listed["deployments"] || !listed["jobs"] {
 		t.Errorf("no list of deployments and jobs among the logged requests: is -v=6 logging requests? stderr:\n%s", r.stderr)
+	}
+	// The pod status of all 200 comes from one pod list (and one ReplicaSet list) too.
+	if !listed["pods"] || !listed["replicasets"] {
+		t.Errorf("no list of pods and replicasets among the logged requests: %v", requests)
 	}
 	if len(requests) > 10 {
 		t.Errorf("recover --once made %d API requests for %d workloads, want at most 10", len(requests), len(ids))

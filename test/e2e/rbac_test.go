@@ -107,8 +107,15 @@ func TestRBACNamespacedRole(t *testing.T) {
 	mustSA("delete", "web", "task", "held", "--wait", "--timeout", "2m")
 	mustSA("events", "web")
 
+	// The Role lets the monitor watch pods: a pod that cannot pull its image ends the wait at once.
+	r := sa("run", "typo", "--image", "ngnix:1.27", "--label", labelWaiting+"=ImagePullBackOff", "--timeout", "5m")
+	wantLine := "error: k8s-" + ns + `|deployment|typo: ImagePullBackOff: Back-off pulling image "ngnix:1.27" (check the image name and pull secrets; kubectl gobrave inspect typo)`
+	if r.code != 1 || lastStderrLine(r) != wantLine {
+		t.Errorf("run of an image that cannot be pulled, as the ServiceAccount: %s\nwant exit code 1 and %s", r, wantLine)
+	}
+
 	// Another namespace: forbidden, named clearly, exit 1, nothing recorded.
-	r := sa("create", "web", "-n", other, "--image", "registry.invalid/web:1")
+	r = sa("create", "web", "-n", other, "--image", "registry.invalid/web:1")
 	if r.code != 1 || !strings.Contains(r.stderr, "forbidden") || !strings.Contains(r.stderr, "deployments") || !strings.Contains(r.stderr, other) {
 		t.Errorf("create in a namespace without the Role: %s, want exit 1 naming forbidden, deployments and %s", r, other)
 	}

@@ -137,6 +137,14 @@ schedulingConstraints:
 		if last.Type != "ContainerExited" || last.Message != "0" || last.UID != string(job.UID) {
 			t.Errorf("last event = %+v, want ContainerExited with message \"0\" about %s", last, job.UID)
 		}
+		// The structured result: a completed run with exit code 0, its start and finish.
+		if w.Reason != "Completed" || w.ExitCode == nil || *w.ExitCode != 0 || w.StartedAt == nil || w.FinishedAt == nil || w.FinishedAt.Before(*w.StartedAt) {
+			t.Errorf("record result: reason %q exit code %v started %v finished %v; want Completed, 0, a start and a finish after it",
+				w.Reason, w.ExitCode, w.StartedAt, w.FinishedAt)
+		}
+		if last.Reason != "Completed" || last.ExitCode == nil || *last.ExitCode != 0 {
+			t.Errorf("ContainerExited event: reason %q exit code %v; want Completed, 0", last.Reason, last.ExitCode)
+		}
 	})
 
 	t.Run("ps inspect events", func(t *testing.T) {
@@ -199,7 +207,7 @@ schedulingConstraints:
 		}
 		r = runOK(t, "ps", "-n", ns, "-a", "-o", "wide")
 		lines = nonEmptyLines(r.stdout)
-		wantHeader := []string{"RUNTIME", "ID", "KIND", "STATE", "AGE", "RUNTIME", "NAMESPACE", "NAME", "UID", "UPDATED", "MESSAGE"}
+		wantHeader := []string{"RUNTIME", "ID", "KIND", "STATE", "AGE", "RUNTIME", "NAMESPACE", "NAME", "UID", "UPDATED", "REASON", "EXIT", "CODE", "MESSAGE"}
 		if len(lines) != 3 || !slices.Equal(strings.Fields(lines[0]), wantHeader) {
 			t.Fatalf("ps -o wide:\n%s", r.stdout)
 		}
@@ -537,6 +545,14 @@ schedulingConstraints:
 		if !strings.Contains(last.Message, "42") {
 			t.Errorf("PLUGIN BUG: the ContainerFailed event's message %q does not carry the exit code 42", last.Message)
 		}
+		// And as structured fields, on the record and on the event.
+		if w.Reason != "BackoffLimitExceeded" || w.ExitCode == nil || *w.ExitCode != 42 || w.StartedAt == nil || w.FinishedAt == nil || w.FinishedAt.Before(*w.StartedAt) {
+			t.Errorf("record result: reason %q exit code %v started %v finished %v; want BackoffLimitExceeded, 42, a start and a finish after it",
+				w.Reason, w.ExitCode, w.StartedAt, w.FinishedAt)
+		}
+		if last.Reason != "BackoffLimitExceeded" || last.ExitCode == nil || *last.ExitCode != 42 {
+			t.Errorf("ContainerFailed event: reason %q exit code %v; want BackoffLimitExceeded, 42", last.Reason, last.ExitCode)
+		}
 	})
 
 	t.Run("run of a failing job exits 1", func(t *testing.T) {
@@ -582,6 +598,8 @@ schedulingConstraints:
 		}
 		if w := record(t, id); w.State == "running" {
 			t.Errorf("PLUGIN BUG: a job whose pod is Pending and unscheduled is recorded as running; events %+v", events(t, id))
+		} else if w.Reason != "Unschedulable" || !strings.Contains(r.stderr, "Unschedulable: 0/") {
+			t.Errorf("record reason %q and wait error %q, want Unschedulable with the scheduler's message", w.Reason, r.stderr)
 		}
 	})
 
@@ -851,16 +869,21 @@ schedulingConstraints:
 
 // workloadView is a record as `ps -o json` prints it (docs/output.md).
 type workloadView struct {
-	RuntimeID string    `json:"runtimeID"`
-	Runtime   string    `json:"runtime"`
-	Namespace string    `json:"namespace"`
-	Kind      string    `json:"kind"`
-	Name      string    `json:"name"`
-	UID       string    `json:"uid"`
-	State     string    `json:"state"`
-	Message   string    `json:"message"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	RuntimeID string `json:"runtimeID"`
+	Runtime   string `json:"runtime"`
+	Namespace string `json:"namespace"`
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	State     string `json:"state"`
+	Message   string `json:"message"`
+	// The structured result (docs/output.md).
+	Reason     string     `json:"reason"`
+	ExitCode   *int32     `json:"exitCode"`
+	StartedAt  *time.Time `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	UpdatedAt  time.Time  `json:"updatedAt"`
 }
 
 // inspectView is what `inspect -o json` prints.
@@ -873,7 +896,16 @@ type inspectView struct {
 	Image     string `json:"image"`
 	Ready     bool   `json:"ready"`
 	Restarts  int32  `json:"restarts"`
-	InCluster bool   `json:"inCluster"`
+	// Why the newest pod does not run, and how its container last ended.
+	PodReason       string `json:"podReason"`
+	PodMessage      string `json:"podMessage"`
+	LastTermination *struct {
+		ExitCode   int32     `json:"exitCode"`
+		Reason     string    `json:"reason"`
+		StartedAt  time.Time `json:"startedAt"`
+		FinishedAt time.Time `json:"finishedAt"`
+	} `json:"lastTermination"`
+	InCluster bool `json:"inCluster"`
 }
 
 // eventView is one element of `events -o json`.
@@ -883,6 +915,11 @@ type eventView struct {
 	Message   string    `json:"message"`
 	UID       string    `json:"uid"`
 	Time      time.Time `json:"time"`
+	// The event's structured result.
+	Reason     string     `json:"reason"`
+	ExitCode   *int32     `json:"exitCode"`
+	StartedAt  *time.Time `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt"`
 }
 
 func decodeJSON(t testing.TB, r result, v any) {

@@ -1,4 +1,4 @@
--- Schema 3: the cluster each record's workload lives on (the API server's
+-- Schema 4: the cluster each record's workload lives on (the API server's
 -- address and its CA's fingerprint), so that a verb run after the current
 -- context changed does not act on, or record the absence of, another
 -- cluster's objects. A table of its own: records made before it, and those
