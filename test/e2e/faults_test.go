@@ -542,6 +542,7 @@ func TestFaultAPIServerRestart(t *testing.T) {
 		}
 		return true, nil
 	})
+	restarted := len(mon.stderr.String())
 	apiserver.start(t)
 	waitFor(t, 2*time.Minute, func() (bool, error) {
 		err := harness.client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(t.Context()).Error()
@@ -556,22 +557,26 @@ func TestFaultAPIServerRestart(t *testing.T) {
 	r := mon.interrupt()
 	checkTerminal(t, e.events(all...), all, want)
 
-	// The monitor's jobs informer started over after the restart: a second initial list of jobs
-	// (a watch-list request with sendInitialEvents=true, or a plain list).
-	lists := 0
-	for _, line := range strings.Split(r.stderr, "\n") {
+	// The monitor's jobs informer came back to the restarted server: a successful list or watch
+	// of jobs after the restart. Whether it relists (a watch-list with sendInitialEvents=true, or
+	// a plain list) or resumes its watch depends on whether the server still serves its resource
+	// version after the compaction (410 Gone, or not): both are correct, and checkTerminal above
+	// is what proves nothing was missed. Both counts are logged.
+	lists, resumed := 0, 0
+	for _, line := range strings.Split(r.stderr[restarted:], "\n") {
 		m := monResponseLine.FindStringSubmatch(line)
-		if m == nil || !strings.Contains(m[2], "/jobs?") {
+		if m == nil || !strings.Contains(m[2], "/jobs?") || !strings.Contains(line, `status="200`) {
 			continue
 		}
 		if strings.Contains(m[2], "sendInitialEvents=true") || !strings.Contains(m[2], "watch=true") {
 			lists++
+		} else {
+			resumed++
 		}
 	}
-	t.Logf("initial lists of jobs by the monitor: %d", lists)
-	if lists < 2 {
-		t.Errorf("the monitor listed jobs %d time(s), want a relist after the restart and compaction; its log:\n%s",
-			lists, lastLines(r.stderr, 40))
+	t.Logf("after the restart the monitor relisted jobs %d time(s) and resumed its watch %d time(s)", lists, resumed)
+	if lists+resumed == 0 {
+		t.Errorf("the monitor made no successful request for jobs after the restart; its log:\n%s", lastLines(r.stderr, 40))
 	}
 }
 

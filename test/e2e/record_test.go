@@ -937,7 +937,7 @@ func TestRecordFollowPicksUp(t *testing.T) {
 		})
 		batch := e.id(runtimeid.KindJob, "batch")
 		r := e.runOK("adopt")
-		if want := fmt.Sprintf("job.batch/batch adopted (%s, running)", batch); !strings.Contains(r.stdout, want) {
+		if want := fmt.Sprintf("job.batch/batch adopted (%s, running, image registry.invalid/gobrave-e2e:1)", batch); !strings.Contains(r.stdout, want) {
 			t.Fatalf("adopt printed %q, want %q", r.stdout, want)
 		}
 		e.waitLeasedBy(batch, mon.pid())

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -29,7 +30,8 @@ func TestExecTTYRestoredOnSignals(t *testing.T) {
 			}
 			defer ptmx.Close()
 			defer tty.Close()
-			go func() { _, _ = io.Copy(io.Discard, ptmx) }() // drain what the plugin prints
+			var printed syncBuffer
+			go func() { _, _ = io.Copy(&printed, ptmx) }() // what the plugin prints, for a failure
 			fd := int(tty.Fd())
 			cooked, err := unix.IoctlGetTermios(fd, unix.TCGETS)
 			if err != nil || cooked.Lflag&unix.ICANON == 0 {
@@ -51,7 +53,17 @@ func TestExecTTYRestoredOnSignals(t *testing.T) {
 				tio, err := unix.IoctlGetTermios(fd, unix.TCGETS)
 				return err == nil && tio.Lflag&unix.ICANON == 0
 			}
-			waitFor(t, waitTimeout, func() (bool, error) { return raw(), nil })
+			waitFor(t, waitTimeout, func() (bool, error) {
+				select {
+				case err := <-waited:
+					t.Fatalf("exec -it ended before its terminal went raw: %v; it printed %q", err, printed.String())
+				default:
+				}
+				if !raw() {
+					return false, fmt.Errorf("the terminal is not raw yet; the plugin printed %q", printed.String())
+				}
+				return true, nil
+			})
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
