@@ -20,6 +20,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 
@@ -151,6 +152,12 @@ func (e *Engine) Apply(ctx context.Context, w store.Workload, verb store.EventTy
 	case err != nil:
 		return Result{Workload: w}, fmt.Errorf("%s %s: %w", name, id, err)
 	}
+	// The object read is the one acted on: stop, pause and delete carry its
+	// UID as a precondition, so one replaced in between is left alone.
+	var readUID types.UID
+	if obj != nil {
+		readUID = obj.GetUID()
+	}
 	if obj != nil && w.UID != "" && string(obj.GetUID()) != w.UID {
 		// Not the recorded object: someone else's of the same name. Leave it
 		// alone; the recorded one is gone.
@@ -220,11 +227,11 @@ func (e *Engine) Apply(ctx context.Context, w store.Workload, verb store.EventTy
 		res, err = k.Start(ctx, client, id, plan, sp)
 		uid = res.UID
 	case store.StopRequested:
-		found, err = k.Stop(ctx, client, id)
+		found, err = k.Stop(ctx, client, id, readUID)
 	case store.PauseRequested:
-		found, err = k.Pause(ctx, client, id)
+		found, err = k.Pause(ctx, client, id, readUID)
 	case store.DeleteRequested:
-		found, err = k.Delete(ctx, client, id)
+		found, err = k.Delete(ctx, client, id, readUID)
 	}
 	dbCtx := context.WithoutCancel(ctx)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -121,7 +123,7 @@ func (deploymentKind) Start(ctx context.Context, c kubernetes.Interface, id runt
 	if plan.Restart {
 		return StartResult{UID: plan.UID}, restartRollout(ctx, c, id, plan.UID)
 	}
-	uid, err := scale(ctx, c, id, 1)
+	uid, err := scale(ctx, c, id, 1, types.UID(plan.UID))
 	return StartResult{UID: uid}, err
 }
 
@@ -159,8 +161,8 @@ func restartRollout(ctx context.Context, c kubernetes.Interface, id runtimeid.ID
 	return nil
 }
 
-func (deploymentKind) Stop(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (bool, error) {
-	_, err := scale(ctx, c, id, 0)
+func (deploymentKind) Stop(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, uid types.UID) (bool, error) {
+	_, err := scale(ctx, c, id, 0, uid)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -173,8 +175,8 @@ func (deploymentKind) StopExpect() store.EventType { return store.ContainerExite
 func (deploymentKind) StopAction() string { return "scale to 0" }
 
 // Pause of a deployment is its stop: scaled to 0.
-func (k deploymentKind) Pause(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (bool, error) {
-	return k.Stop(ctx, c, id)
+func (k deploymentKind) Pause(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, uid types.UID) (bool, error) {
+	return k.Stop(ctx, c, id, uid)
 }
 
 // PauseExpect: a paused deployment has exited, as a stopped one.
@@ -182,21 +184,23 @@ func (deploymentKind) PauseExpect() store.EventType { return store.ContainerExit
 
 func (deploymentKind) PauseAction() string { return "scale to 0" }
 
-func (deploymentKind) Delete(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (bool, error) {
-	err := c.CoreV1().Services(id.Namespace).Delete(ctx, ServiceName(id.Name), metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return false, fmt.Errorf("delete %s: service %s: %w", id, ServiceName(id.Name), err)
+func (deploymentKind) Delete(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, uid types.UID) (bool, error) {
+	// The deployment first, under its UID precondition: a replaced one
+	// fails here with a Conflict, before its Service is touched.
+	opts := metav1.DeleteOptions{PropagationPolicy: ptr(metav1.DeletePropagationForeground)}
+	if uid != "" {
+		opts.Preconditions = &metav1.Preconditions{UID: &uid}
 	}
-	err = c.AppsV1().Deployments(id.Namespace).Delete(ctx, id.Name, metav1.DeleteOptions{
-		PropagationPolicy: ptr(metav1.DeletePropagationForeground),
-	})
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
+	err := c.AppsV1().Deployments(id.Namespace).Delete(ctx, id.Name, opts)
+	found := !apierrors.IsNotFound(err)
+	if err != nil && found {
 		return false, fmt.Errorf("delete %s: %w", id, err)
 	}
-	return true, nil
+	err = c.CoreV1().Services(id.Namespace).Delete(ctx, ServiceName(id.Name), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return found, fmt.Errorf("delete %s: service %s: %w", id, ServiceName(id.Name), err)
+	}
+	return found, nil
 }
 
 func (deploymentKind) Get(ctx context.Context, c kubernetes.Interface, namespace, name string) (metav1.Object, error) {
@@ -284,15 +288,23 @@ func (deploymentKind) Slim(obj any) (any, bool) {
 
 // scale sets a deployment's replicas through the scale subresource, retrying
 // on conflict, and returns the deployment's UID.
-func scale(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, replicas int32) (string, error) {
+func scale(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, replicas int32, want types.UID) (string, error) {
 	deps := c.AppsV1().Deployments(id.Namespace)
 	var uid string
+	var other bool
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		sc, err := deps.GetScale(ctx, id.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		uid = string(sc.UID)
+		if want != "" && sc.UID != "" && sc.UID != want {
+			// Another deployment of the name: not ours to scale. (The
+			// update below carries the scale's resourceVersion, so the
+			// object read here is the one scaled.)
+			other = true
+			return nil
+		}
 		if sc.Spec.Replicas == replicas {
 			return nil
 		}
@@ -300,6 +312,10 @@ func scale(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, replica
 		_, err = deps.UpdateScale(ctx, id.Name, sc, metav1.UpdateOptions{})
 		return err
 	})
+	if err == nil && other {
+		err = apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "deployments"}, id.Name,
+			fmt.Errorf("the deployment now has uid %s, not %s: another object of the name, left alone", uid, want))
+	}
 	if err != nil {
 		verb := "start"
 		if replicas == 0 {

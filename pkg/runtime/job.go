@@ -179,10 +179,8 @@ func deleteJobAndWait(ctx context.Context, c kubernetes.Interface, id runtimeid.
 	return fmt.Errorf("start %s: %w: wait for the previous job to be removed: %w", id, ErrNotCreated, err)
 }
 
-func (jobKind) Stop(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (bool, error) {
-	err := c.BatchV1().Jobs(id.Namespace).Delete(ctx, id.Name, metav1.DeleteOptions{
-		PropagationPolicy: ptr(metav1.DeletePropagationForeground),
-	})
+func (jobKind) Stop(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, uid types.UID) (bool, error) {
+	err := c.BatchV1().Jobs(id.Namespace).Delete(ctx, id.Name, deleteJobOptions(uid))
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -198,8 +196,8 @@ var errNothingToPause = errors.New("nothing to pause")
 // Pause suspends the job: the job controller deletes its pods and keeps the
 // job, its completions and its spec. A job that has finished or is being
 // deleted is left alone, with an error saying so.
-func (jobKind) Pause(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (bool, error) {
-	err := setSuspend(ctx, c, id, "", true)
+func (jobKind) Pause(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, uid types.UID) (bool, error) {
+	err := setSuspend(ctx, c, id, uid, true)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -253,10 +251,18 @@ func (jobKind) StopExpect() store.EventType { return store.ContainerDeleted }
 
 func (jobKind) StopAction() string { return "delete the job (foreground)" }
 
-func (k jobKind) Delete(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (bool, error) {
-	err := c.BatchV1().Jobs(id.Namespace).Delete(ctx, id.Name, metav1.DeleteOptions{
-		PropagationPolicy: ptr(metav1.DeletePropagationForeground),
-	})
+// deleteJobOptions deletes in the foreground (the pods first), and only the
+// job of uid when it is set (a replaced one fails with a Conflict).
+func deleteJobOptions(uid types.UID) metav1.DeleteOptions {
+	opts := metav1.DeleteOptions{PropagationPolicy: ptr(metav1.DeletePropagationForeground)}
+	if uid != "" {
+		opts.Preconditions = &metav1.Preconditions{UID: &uid}
+	}
+	return opts
+}
+
+func (k jobKind) Delete(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, uid types.UID) (bool, error) {
+	err := c.BatchV1().Jobs(id.Namespace).Delete(ctx, id.Name, deleteJobOptions(uid))
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}

@@ -118,7 +118,7 @@ func TestJobPauseResume(t *testing.T) {
 	running := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "task", Namespace: "ns", UID: "u1"}, Spec: batchv1.JobSpec{Suspend: ptr(false)}}
 
 	c := fake.NewClientset(running.DeepCopy())
-	found, err := k.Pause(ctx, c, id)
+	found, err := k.Pause(ctx, c, id, "")
 	if err != nil || !found {
 		t.Fatalf("Pause = %v, %v; want found", found, err)
 	}
@@ -130,7 +130,7 @@ func TestJobPauseResume(t *testing.T) {
 		t.Fatalf("after pause: uid %s suspend %v; want u1 suspended", j.UID, j.Spec.Suspend)
 	}
 	// Paused again: nothing to change, no error.
-	if found, err := k.Pause(ctx, c, id); err != nil || !found {
+	if found, err := k.Pause(ctx, c, id, ""); err != nil || !found {
 		t.Fatalf("second Pause = %v, %v", found, err)
 	}
 
@@ -169,7 +169,7 @@ func TestJobPauseResume(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := fake.NewClientset(tt.job)
-			if _, err := k.Pause(ctx, c, id); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			if _, err := k.Pause(ctx, c, id, ""); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("Pause = %v, want an error containing %q", err, tt.wantErr)
 			}
 			if j, _ := c.BatchV1().Jobs("ns").Get(ctx, "task", metav1.GetOptions{}); j.Spec.Suspend != nil {
@@ -178,7 +178,7 @@ func TestJobPauseResume(t *testing.T) {
 		})
 	}
 	t.Run("gone", func(t *testing.T) {
-		if found, err := k.Pause(ctx, fake.NewClientset(), id); found || err != nil {
+		if found, err := k.Pause(ctx, fake.NewClientset(), id, ""); found || err != nil {
 			t.Fatalf("Pause of no job = %v, %v; want not found, no error", found, err)
 		}
 	})

@@ -48,14 +48,19 @@ type Kind interface {
 	// created again). Pure.
 	PlanRestart(id runtimeid.ID, obj metav1.Object) (StartPlan, error)
 	// Stop stops the workload and says whether its object was there.
-	Stop(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (found bool, err error)
+	//
+	// uid, in Stop, Pause and Delete, is the object the verb is about (the
+	// engine read it just before); when set, an object of the name with
+	// another UID (replaced meanwhile) is left alone and the call fails
+	// with a Conflict. "" acts on whatever object has the name.
+	Stop(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, uid types.UID) (found bool, err error)
 	// StopExpect is the observed event that completes a stop: the store's
 	// state machine reads it (a job's stop ends with its deletion).
 	StopExpect() store.EventType
 	// StopAction says what a stop does, for the StopRequested event.
 	StopAction() string
 	// Pause pauses the workload and says whether its object was there.
-	Pause(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (found bool, err error)
+	Pause(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, uid types.UID) (found bool, err error)
 	// PauseExpect is the observed event that completes a pause (a job's
 	// pause is its suspension, a deployment's a stop).
 	PauseExpect() store.EventType
@@ -63,7 +68,7 @@ type Kind interface {
 	PauseAction() string
 	// Delete removes the workload (and what belongs to it) and says
 	// whether its object was there.
-	Delete(ctx context.Context, c kubernetes.Interface, id runtimeid.ID) (found bool, err error)
+	Delete(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, uid types.UID) (found bool, err error)
 
 	// Get reads the object (full, not slimmed).
 	Get(ctx context.Context, c kubernetes.Interface, namespace, name string) (metav1.Object, error)

@@ -143,7 +143,7 @@ func (r *Runtime) Stop(ctx context.Context, id runtimeid.ID) (found bool, err er
 	if err != nil {
 		return false, fmt.Errorf("stop %s: %w", id, err)
 	}
-	return k.Stop(ctx, r.Client, id)
+	return k.Stop(ctx, r.Client, id, "")
 }
 
 // Delete removes a workload: the Service <name>-svc (not found is fine) and
@@ -154,7 +154,7 @@ func (r *Runtime) Delete(ctx context.Context, id runtimeid.ID) (found bool, err 
 	if err != nil {
 		return false, fmt.Errorf("delete %s: %w", id, err)
 	}
-	return k.Delete(ctx, r.Client, id)
+	return k.Delete(ctx, r.Client, id, "")
 }
 
 // Exists reports whether the workload object exists and returns its UID.

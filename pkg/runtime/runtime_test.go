@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -288,8 +289,9 @@ func TestDelete(t *testing.T) {
 		t.Fatalf("Delete = %v, %v", found, err)
 	}
 	acts := c.Actions()
-	if len(acts) != 2 || acts[0].GetResource().Resource != "services" || acts[1].GetResource().Resource != "deployments" {
-		t.Fatalf("want service then deployment deleted, got %v", acts)
+	// The deployment first, under its UID precondition when given, then its Service.
+	if len(acts) != 2 || acts[0].GetResource().Resource != "deployments" || acts[1].GetResource().Resource != "services" {
+		t.Fatalf("want deployment then service deleted, got %v", acts)
 	}
 	// Deleting again: not found is fine, reported as not found.
 	found, err = rt.Delete(ctx, created.ID)
@@ -302,6 +304,69 @@ func TestDelete(t *testing.T) {
 	})
 	if _, err := rt.Delete(ctx, created.ID); err == nil || !contains(err.Error(), created.ID.String()) {
 		t.Fatalf("Delete with 503 = %v", err)
+	}
+}
+
+// TestActionsCarryTheUID: stop, pause and delete act only on the object of
+// the UID the engine read; one of the name with another UID (replaced in
+// between) is left alone with a Conflict, and nothing else is touched.
+func TestActionsCarryTheUID(t *testing.T) {
+	ctx := context.Background()
+	for _, kind := range []string{runtimeid.KindDeployment, runtimeid.KindJob} {
+		t.Run(kind, func(t *testing.T) {
+			c := newFake()
+			rt := New(c, "k8s")
+			created, err := rt.Create(ctx, spec.ContainerSpec{Name: "web", Image: "nginx", WorkloadKind: kind, ExposedPort: 80, ExposeService: kind == runtimeid.KindDeployment}, "default")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The fake's tracker ignores delete preconditions: enforce them as
+			// the API server does (409 Conflict).
+			c.PrependReactor("delete", "*", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+				pre := a.(k8stesting.DeleteAction).GetDeleteOptions().Preconditions
+				if pre == nil || pre.UID == nil {
+					return false, nil, nil
+				}
+				obj, err := c.Tracker().Get(a.GetResource(), a.GetNamespace(), a.(k8stesting.DeleteAction).GetName())
+				if err != nil {
+					return true, nil, err
+				}
+				if got := obj.(metav1.Object).GetUID(); got != *pre.UID {
+					return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), a.(k8stesting.DeleteAction).GetName(),
+						fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", *pre.UID, got))
+				}
+				return false, nil, nil
+			})
+			k, _ := KindOf(kind)
+			stale := types.UID("the-replaced-one")
+			for _, act := range []struct {
+				name string
+				do   func() (bool, error)
+			}{
+				{"stop", func() (bool, error) { return k.Stop(ctx, c, created.ID, stale) }},
+				{"pause", func() (bool, error) { return k.Pause(ctx, c, created.ID, stale) }},
+				{"delete", func() (bool, error) { return k.Delete(ctx, c, created.ID, stale) }},
+			} {
+				_, err := act.do()
+				var status apierrors.APIStatus
+				conflict := errors.As(err, &status) && status.Status().Code == 409
+				if !conflict && !strings.Contains(fmt.Sprint(err), "another job of the name") {
+					t.Errorf("%s of another UID: %v, want a conflict", act.name, err)
+				}
+			}
+			obj, err := k.Get(ctx, c, "default", "web")
+			if err != nil {
+				t.Fatalf("the object is gone after actions on another UID: %v", err)
+			}
+			if kind == runtimeid.KindDeployment {
+				if _, err := c.CoreV1().Services("default").Get(ctx, ServiceName("web"), metav1.GetOptions{}); err != nil {
+					t.Errorf("the service is gone after a refused delete: %v", err)
+				}
+			}
+			if found, err := k.Delete(ctx, c, created.ID, obj.GetUID()); err != nil || !found {
+				t.Errorf("delete of its own UID: %v, %v", found, err)
+			}
+		})
 	}
 }
 
