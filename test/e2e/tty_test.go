@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -21,7 +22,8 @@ import (
 func TestExecTTYRestoredOnSignals(t *testing.T) {
 	requireCluster(t)
 	ns := newNamespace(t)
-	runOK(t, "run", "shell", "-n", ns, "--image", "registry.invalid/shell:1", "--timeout", "2m")
+	// The full ID: the suite's database is shared, and other tests run a "shell" too.
+	id := strings.TrimSpace(runOK(t, "run", "shell", "-n", ns, "--image", "registry.invalid/shell:1", "--timeout", "2m").stdout)
 	for _, sig := range []syscall.Signal{syscall.SIGQUIT, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
 			ptmx, tty, err := pty.Open()
@@ -40,7 +42,7 @@ func TestExecTTYRestoredOnSignals(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
 			defer cancel()
 			// kubectl execs the plugin in its own process, so the pid is the plugin's.
-			cmd := exec.CommandContext(ctx, "kubectl", "gobrave", "exec", "-it", "-n", ns, "shell", "--", "sleep", "20")
+			cmd := exec.CommandContext(ctx, "kubectl", "gobrave", "exec", "-it", id, "--", "sleep", "20")
 			cmd.Env = os.Environ()
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
