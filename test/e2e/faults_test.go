@@ -742,6 +742,7 @@ func TestFaultUnreachable(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.home, "state.db-wal")); err == nil {
 		t.Fatal("the database has a write-ahead log with no process running")
 	}
+	home := harnessServer(t)
 	var dbs []string
 	for _, m := range modes {
 		kc := kubeconfigFor(t, m.server)
@@ -750,6 +751,11 @@ func TestFaultUnreachable(t *testing.T) {
 			if err := os.WriteFile(db, dbData, 0o600); err != nil {
 				t.Fatal(err)
 			}
+			// The records' cluster is the unreachable one: the API server the workloads live on
+			// is what stops answering (same CA). With the suite's address recorded, every verb
+			// would be refused as acting on another cluster before trying the network
+			// (TestRecordOtherCluster covers that).
+			moveRecords(t, db, home, strings.TrimPrefix(m.server, "https://"))
 			dbs = append(dbs, db)
 			args := []string{"gobrave", v[0], "-n", e.ns, "--kubeconfig", kc, "--state-db", db}
 			if m.timeout != "" {
@@ -834,6 +840,44 @@ func refusedRequest(log, resource string) bool {
 		}
 	}
 	return false
+}
+
+// harnessServer is the host:port of the suite's API server.
+func harnessServer(t *testing.T) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(harness.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfg.Clusters {
+		u, err := url.Parse(c.Server)
+		if err == nil && u.Host != "" {
+			return u.Host
+		}
+	}
+	t.Fatal("no server in the suite's kubeconfig")
+	return ""
+}
+
+// moveRecords rewrites the recorded cluster identity of every record in the database at path
+// from API server address from to to, as if the workloads had been made there.
+func moveRecords(t *testing.T, path, from, to string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	res, err := db.Exec("UPDATE clusters SET cluster = replace(cluster, ?, ?)", "https://"+from, "https://"+to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		t.Fatalf("%s: no recorded cluster to move from %s", path, from)
+	}
+	if _, err := db.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // unreachableCause matches the causes an unreachable server gives.
