@@ -3,6 +3,7 @@ package cmd_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -214,3 +215,30 @@ func TestAdoptKeepsARecordOfAnotherUID(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestAdoptAllNamespaces: -A adopts from every namespace, -n from one.
+func TestAdoptAllNamespaces(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	c := h.clusters[""]
+	for i, ns := range []string{"team-a", "team-b"} {
+		objs, err := runtime.Build(spec.ContainerSpec{Name: "web", Image: "nginx:1.27"}, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs.Deployment.UID = types.UID(fmt.Sprintf("uid-%d", i))
+		if _, err := c.AppsV1().Deployments(ns).Create(ctx, objs.Deployment, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out := h.ok("adopt", "-n", "team-a"); !strings.Contains(out, "k8s-team-a|deployment|web") || strings.Contains(out, "team-b") {
+		t.Errorf("adopt -n team-a: %q", out)
+	}
+	out := h.ok("adopt", "-A")
+	if !strings.Contains(out, "k8s-team-b|deployment|web") || strings.Contains(out, "team-a") {
+		t.Errorf("adopt -A after team-a: %q, want only team-b's", out)
+	}
+	if got := h.state("k8s-team-b|deployment|web"); got == "" {
+		t.Error("team-b's deployment was not recorded")
+	}
+}
