@@ -169,8 +169,10 @@ func slimOwnedMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 // SlimPod keeps what PodStatusOf and the ownership of pods read: the
 // controller reference, the creation time, the phase, the PodScheduled
 // condition, and the containers' restart counts, waiting reasons and
-// messages, and terminations (exit code, reason, times; not their
-// messages). The monitor caches one per pod of every workload.
+// messages, and terminations (exit code, reason, times, and the message of
+// a failed one: a job's failure is recorded with what its container said,
+// at most the kubelet's 4 KiB). The monitor caches one per pod of every
+// workload.
 func SlimPod(o *corev1.Pod) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: slimOwnedMeta(&o.ObjectMeta),
@@ -208,6 +210,9 @@ func slimState(s corev1.ContainerState) corev1.ContainerState {
 	}
 	if t := s.Terminated; t != nil {
 		out.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason, StartedAt: t.StartedAt, FinishedAt: t.FinishedAt}
+		if t.ExitCode != 0 {
+			out.Terminated.Message = t.Message
+		}
 	}
 	return out
 }

@@ -111,3 +111,20 @@ func TestNewestOwned(t *testing.T) {
 		t.Errorf("NewestOwned of no pod = %s", got.Name)
 	}
 }
+
+// TestSlimPodKeepsFailureMessages: the cache keeps a failed container's
+// termination message (a job's failure is recorded with it) and drops a
+// successful one's.
+func TestSlimPodKeepsFailureMessages(t *testing.T) {
+	p := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+		{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3, Reason: "Error", Message: "disk full"}}},
+		{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", Message: "all good"}}},
+	}}}
+	s := SlimPod(p)
+	if got := s.Status.ContainerStatuses[0].State.Terminated.Message; got != "disk full" {
+		t.Errorf("failed termination message %q, want kept", got)
+	}
+	if got := s.Status.ContainerStatuses[1].State.Terminated.Message; got != "" {
+		t.Errorf("successful termination message %q, want dropped", got)
+	}
+}
