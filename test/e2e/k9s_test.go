@@ -50,7 +50,10 @@ func TestK9s(t *testing.T) {
 	}
 
 	s := startK9s(t, k9s, "--headless", "-c", "deploy", "-n", ns)
-	deployView := func(p string) bool { return strings.Contains(p, name) && !strings.Contains(p, pressEnter) }
+	// The view's title, not only the name: the pods view also shows "k9s-web-…" rows.
+	deployView := func(p string) bool {
+		return strings.Contains(strings.ToLower(p), "deployments(") && strings.Contains(p, name) && !strings.Contains(p, pressEnter)
+	}
 	s.waitPane(t, "the deployments view with "+name, deployView)
 
 	// gobrave inspect (Shift-D) in the foreground: k9s gives the terminal to the command, whose
