@@ -59,20 +59,7 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 	infCtx, stop := context.WithCancel(ctx)
 	inf := &informer{namespace: fns, kind: kind, inf: si, stop: stop}
 
-	// A list or watch refused by RBAC is retried forever by the reflector;
-	// report it instead so that Run fails fast.
-	denied := make(chan error, 1)
-	err = si.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-		inf.setLastErr(err)
-		if isDenied(err) {
-			select {
-			case denied <- err:
-			default:
-			}
-			return
-		}
-		cache.DefaultWatchErrorHandler(ctx, r, err)
-	})
+	denied, err := watchErrors(si, inf)
 	if err != nil {
 		return nil, fmt.Errorf("monitor: set up the %s informer: %w", kind, err)
 	}
@@ -140,6 +127,25 @@ func (m *Monitor) narrow(ctx context.Context, inf *informer) error {
 		}
 	}
 	return nil
+}
+
+// watchErrors keeps the last list/watch error of si on inf and reports a
+// refusal by RBAC on the returned channel: the reflector would retry it for
+// ever, and Run must fail fast instead.
+func watchErrors(si cache.SharedIndexInformer, inf *informer) (<-chan error, error) {
+	denied := make(chan error, 1)
+	err := si.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		inf.setLastErr(err)
+		if isDenied(err) {
+			select {
+			case denied <- err:
+			default:
+			}
+			return
+		}
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	})
+	return denied, err
 }
 
 // waitSynced waits for the informer's cache, at most Options.SyncTimeout.

@@ -97,18 +97,8 @@ func (m *Monitor) podInformersFor(ctx context.Context, f informers.SharedInforme
 		}
 		infCtx, stop := context.WithCancel(ctx)
 		inf := &informer{namespace: fns, kind: a, inf: si, stop: stop, aux: true}
-		denied := make(chan error, 1)
-		if err := si.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-			inf.setLastErr(err)
-			if isDenied(err) {
-				select {
-				case denied <- err:
-				default:
-				}
-				return
-			}
-			cache.DefaultWatchErrorHandler(ctx, r, err)
-		}); err != nil {
+		denied, err := watchErrors(si, inf)
+		if err != nil {
 			return err
 		}
 		m.informers[fns+"|"+a] = inf
