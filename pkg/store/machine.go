@@ -38,6 +38,13 @@ func Next(cur State, t, expect EventType) (next State, record bool) {
 		return StateDeleted, true
 	case Adopted, RequestFailed:
 		return cur, true
+	case SpecUpdated:
+		// expect is the update's own: ContainerStarted when the new spec
+		// rolls out now (a running service's new pods).
+		if expect == ContainerStarted {
+			return StateStarting, true
+		}
+		return cur, true
 	case ContainerStarted:
 		if cur == StateCreated || cur == StateStarting || cur == StatePaused {
 			return StateRunning, true
@@ -226,7 +233,11 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 			}
 		}
 	}
-	next, record := Next(w.State, t.Type, w.Expect)
+	exp := w.Expect
+	if t.Type == SpecUpdated {
+		exp = t.Expect // whether the update rolls out (see Next)
+	}
+	next, record := Next(w.State, t.Type, exp)
 	if !record || t.Type == ContainerWaiting && t.Reason == w.Reason {
 		return skip, nil // a waiting reason is recorded when it changes
 	}
@@ -255,7 +266,11 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 		}
 	default:
 		epoch++
-		request, expect = t.Type, t.Expect
+		if t.Type != SpecUpdated || t.Expect != "" {
+			// An update that does not roll out leaves the request that
+			// stands (a job's stop still ends when the job is gone).
+			request, expect = t.Type, t.Expect
+		}
 		if t.UID != "" {
 			uid = t.UID
 		}
@@ -327,6 +342,10 @@ func nextResult(w Workload, ev Event, next State) Result {
 	switch ev.Type {
 	case Created, StartRequested, ResumeRequested, RestartRequested:
 		return Result{}
+	case SpecUpdated:
+		if next == StateStarting {
+			return Result{} // a rollout is a new run
+		}
 	case ContainerStarted:
 		if next != StateRunning {
 			return r

@@ -107,7 +107,7 @@ func TestOpenCreatesSchema(t *testing.T) {
 	}
 	rows.Close()
 	want := []string{"clusters", "events", "events_observed_once", "events_runtime_id", "leases", "leases_owner",
-		"workloads", "workloads_name", "workloads_namespace", "workloads_state"}
+		"revisions", "workloads", "workloads_name", "workloads_namespace", "workloads_state"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("schema objects (-want +got):\n%s", diff)
 	}

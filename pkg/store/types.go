@@ -74,6 +74,13 @@ const (
 	// puts the state back to what it was before the request (when no later
 	// request came) and keeps the error as its message.
 	RequestFailed EventType = "RequestFailed"
+	// SpecUpdated records a new spec of the workload (`update`), written
+	// with its revision by Store.UpdateSpec. With Expect ContainerStarted
+	// the new spec rolls out now (a service's new pods) and the record is
+	// starting until they run; without, the state, the request and its
+	// expectation stay (a job takes the spec at its next run, a stopped
+	// service at its next start).
+	SpecUpdated EventType = "SpecUpdated"
 )
 
 // Observed reports whether t comes from the monitor rather than from a verb.

@@ -452,7 +452,7 @@ func (s State) known() bool {
 
 func (t EventType) known() bool {
 	switch t {
-	case Created, StartRequested, StopRequested, PauseRequested, ResumeRequested, RestartRequested, DeleteRequested, Adopted, RequestFailed:
+	case Created, StartRequested, StopRequested, PauseRequested, ResumeRequested, RestartRequested, DeleteRequested, Adopted, RequestFailed, SpecUpdated:
 		return true
 	}
 	return t.Observed()
