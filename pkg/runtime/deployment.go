@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -203,6 +204,82 @@ func (deploymentKind) Delete(ctx context.Context, c kubernetes.Interface, id run
 	return found, nil
 }
 
+// PlanUpdate: the new template goes to the deployment now; it rolls out
+// when the deployment has replicas (a stopped one takes it at its start).
+func (deploymentKind) PlanUpdate(id runtimeid.ID, obj metav1.Object, recorded spec.ContainerSpec) (UpdatePlan, error) {
+	d, _ := obj.(*appsv1.Deployment)
+	if d == nil {
+		return UpdatePlan{}, fmt.Errorf("update %s: the deployment %w (create it again with 'kubectl gobrave create')", id, ErrGone)
+	}
+	if d.DeletionTimestamp != nil {
+		return UpdatePlan{}, fmt.Errorf("update %s: the deployment is being deleted", id)
+	}
+	p := UpdatePlan{UID: string(d.UID), Send: true, InSync: carries(d.Annotations, recorded)}
+	if d.Spec.Replicas == nil || *d.Spec.Replicas > 0 {
+		p.Rollout = true
+		p.Message = "roll out the new pod template"
+	} else {
+		p.Message = "change the pod template (scaled to 0: it runs at the next start)"
+	}
+	return p, nil
+}
+
+// carries reports whether annotations hold s as the gobrave.dev/spec
+// annotation of an object built from it.
+func carries(annotations map[string]string, s spec.ContainerSpec) bool {
+	raw, ok := annotations[AnnotationSpec]
+	if !ok {
+		return false
+	}
+	var got spec.ContainerSpec
+	if err := json.Unmarshal([]byte(raw), &got); err != nil {
+		return false
+	}
+	s.Normalize()
+	// The namespace is the object's: create leaves it out of the
+	// annotation unless the spec named it.
+	got.RuntimeNamespace, s.RuntimeNamespace = "", ""
+	a, erra := json.Marshal(got)
+	b, errb := json.Marshal(s)
+	return erra == nil && errb == nil && string(a) == string(b)
+}
+
+// Update replaces the deployment's pod template, labels, progress deadline
+// and spec annotation with those of objs, in one update of the object read
+// (retried on conflict), keeping its replicas: the deployment controller
+// rolls the new template out as kubectl set image does. The Service is not
+// touched (update refuses a change of port or exposure).
+func (deploymentKind) Update(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, plan UpdatePlan, objs Objects) error {
+	want := objs.Deployment
+	if want == nil {
+		return fmt.Errorf("update %s: no deployment built", id)
+	}
+	deps := c.AppsV1().Deployments(id.Namespace)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := deps.Get(ctx, id.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if plan.UID != "" && string(d.UID) != plan.UID {
+			return apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "deployments"}, id.Name,
+				fmt.Errorf("the deployment now has uid %s, not %s: another object of the name, left alone", d.UID, plan.UID))
+		}
+		d.Spec.Template = *want.Spec.Template.DeepCopy()
+		d.Spec.ProgressDeadlineSeconds = want.Spec.ProgressDeadlineSeconds
+		d.Labels = want.Labels
+		if d.Annotations == nil {
+			d.Annotations = map[string]string{}
+		}
+		d.Annotations[AnnotationSpec] = want.Annotations[AnnotationSpec]
+		_, err = deps.Update(ctx, d, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("update %s: %w", id, err)
+	}
+	return nil
+}
+
 func (deploymentKind) Get(ctx context.Context, c kubernetes.Interface, namespace, name string) (metav1.Object, error) {
 	return c.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
 }
@@ -217,7 +294,9 @@ func (deploymentKind) Informer(f informers.SharedInformerFactory) cache.SharedIn
 }
 
 // DeploymentEvent maps the status of a Deployment to an observation; false
-// means there is nothing to report yet.
+// means there is nothing to report yet. A ready replica is a start only when
+// no new template is rolling out (see rollingOut): after an update the old
+// pods stay ready until the new ones are.
 //
 // A status older than the spec (status.observedGeneration <
 // metadata.generation) is stale and reports nothing. Scaled to zero with no
@@ -255,10 +334,24 @@ func DeploymentEvent(d *appsv1.Deployment) (Observation, bool) {
 				Result: store.Result{Reason: reason, FinishedAt: timeOf(&c.LastTransitionTime)}}, true
 		}
 	}
-	if want > 0 && d.Status.ReadyReplicas > 0 && d.DeletionTimestamp == nil {
+	if want > 0 && d.Status.ReadyReplicas > 0 && d.DeletionTimestamp == nil && !rollingOut(d) {
 		return Observation{Type: store.ContainerStarted, UID: uid}, true
 	}
 	return Observation{}, false
+}
+
+// rollingOut reports whether the deployment controller says a new pod
+// template is still rolling out: Progressing=True with a reason other than
+// NewReplicaSetAvailable (ReplicaSetUpdated, NewReplicaSetCreated,
+// FoundNewReplicaSet), as kubectl rollout status waits for. The old pods
+// are ready meanwhile; the new ones are not all available yet.
+func rollingOut(d *appsv1.Deployment) bool {
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionTrue {
+			return c.Reason != "NewReplicaSetAvailable" && c.Reason != ""
+		}
+	}
+	return false
 }
 
 // Slim keeps spec.replicas, the status counters and the conditions' type,

@@ -129,6 +129,22 @@ func (jobKind) Start(ctx context.Context, c kubernetes.Interface, id runtimeid.I
 	return StartResult{UID: string(created.UID), Recreated: true}, nil
 }
 
+// PlanUpdate: a job's object is never changed (its template is
+// immutable): the recorded spec changes, and the next run (start,
+// restart) is made from it. The job that runs, if any, runs on.
+func (jobKind) PlanUpdate(id runtimeid.ID, obj metav1.Object, recorded spec.ContainerSpec) (UpdatePlan, error) {
+	p := UpdatePlan{Message: "record the new spec: the next run (start, restart) uses it; a run under way keeps its own"}
+	if job, _ := obj.(*batchv1.Job); job != nil {
+		p.UID = string(job.UID)
+	}
+	return p, nil
+}
+
+// Update of a job sends nothing (see PlanUpdate).
+func (jobKind) Update(context.Context, kubernetes.Interface, runtimeid.ID, UpdatePlan, Objects) error {
+	return nil
+}
+
 func jobFinished(j *batchv1.Job) bool {
 	for _, c := range j.Status.Conditions {
 		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {

@@ -70,6 +70,15 @@ type Kind interface {
 	// whether its object was there.
 	Delete(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, uid types.UID) (found bool, err error)
 
+	// PlanUpdate says, from the object as read (nil when it is not in the
+	// cluster) and the spec the record has, what Update will do with a new
+	// spec: whether it is sent to the object now and rolls out. Pure.
+	PlanUpdate(id runtimeid.ID, obj metav1.Object, recorded spec.ContainerSpec) (UpdatePlan, error)
+	// Update puts objs (built by Build from the new spec) on the object
+	// plan.UID, when plan.Send: its pod template, its spec annotation and
+	// what else the spec decides. A replaced object fails with a Conflict.
+	Update(ctx context.Context, c kubernetes.Interface, id runtimeid.ID, plan UpdatePlan, objs Objects) error
+
 	// Get reads the object (full, not slimmed).
 	Get(ctx context.Context, c kubernetes.Interface, namespace, name string) (metav1.Object, error)
 	// Observe maps the object's status to an observation; false means
@@ -216,6 +225,22 @@ type StartPlan struct {
 	// template), which also scales it to 1.
 	Restart bool
 	// Message says what Start will do, for the StartRequested event.
+	Message string
+}
+
+// UpdatePlan is what Update will do, read before the intent is recorded.
+type UpdatePlan struct {
+	// UID is the object's UID when it exists.
+	UID string
+	// Send: the new spec goes to the object now (a deployment's template).
+	Send bool
+	// Rollout: sending it makes new pods now (a deployment with replicas):
+	// the record is starting until they run.
+	Rollout bool
+	// InSync: the object carries the recorded spec (its gobrave.dev/spec
+	// annotation), so an update to that same spec has nothing to do.
+	InSync bool
+	// Message says what Update will do, for the SpecUpdated event.
 	Message string
 }
 

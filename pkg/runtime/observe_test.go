@@ -181,6 +181,10 @@ func TestDeploymentEvent(t *testing.T) {
 		{name: "progressing true", status: appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1, Conditions: []appsv1.DeploymentCondition{
 			deployCond(appsv1.DeploymentAvailable, corev1.ConditionTrue, "MinimumReplicasAvailable", ""),
 			deployCond(appsv1.DeploymentProgressing, corev1.ConditionTrue, "NewReplicaSetAvailable", "")}}, want: started},
+		{name: "a new template rolling out: the old pod is ready", status: appsv1.DeploymentStatus{Replicas: 2, UpdatedReplicas: 1, ReadyReplicas: 1, Conditions: []appsv1.DeploymentCondition{
+			deployCond(appsv1.DeploymentProgressing, corev1.ConditionTrue, "ReplicaSetUpdated", "")}}, want: nil},
+		{name: "the new template rolled out", status: appsv1.DeploymentStatus{Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, Conditions: []appsv1.DeploymentCondition{
+			deployCond(appsv1.DeploymentProgressing, corev1.ConditionTrue, "NewReplicaSetAvailable", "")}}, want: started},
 		{name: "being deleted with a ready replica", gone: true, status: appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1}, want: nil},
 	}
 	for _, tt := range tests {
