@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/lifecycle"
@@ -208,6 +210,8 @@ type CreateOptions struct {
 	f      *Factory
 	flags  specFlags
 	Output string
+	// DryRun is none (or ""), client or server.
+	DryRun string
 
 	name    string
 	command []string
@@ -246,8 +250,107 @@ On success the runtime ID alone is printed on stdout, so id=$(kubectl gobrave cr
 		},
 	}
 	o.flags.addFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: json or yaml prints the record instead of the ID")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: json or yaml prints the record instead of the ID (with --dry-run: the objects; name: their resource/name)")
+	addDryRunFlag(cmd, &o.DryRun)
 	return cmd
+}
+
+// addDryRunFlag adds --dry-run to create and run.
+func addDryRunFlag(cmd *cobra.Command, v *string) {
+	cmd.Flags().StringVar(v, "dry-run", "none", `Must be "none", "client" or "server". client: print the objects that would be sent, sending nothing. server: send them with dryRun=All so that admission (Pod Security, quotas, webhooks) answers, and check a pod of the template; nothing is created. Either way nothing is recorded. With -o yaml|json the objects are printed (a v1 List when there are two)`)
+}
+
+// validateDryRun checks a --dry-run value.
+func validateDryRun(v string) error {
+	switch v {
+	case "", dryRunNone, dryRunClient, dryRunServer:
+		return nil
+	}
+	return usageErrorf("--dry-run %q: must be none, client or server", v)
+}
+
+// --dry-run values, as kubectl spells them.
+const (
+	dryRunNone   = "none"
+	dryRunClient = "client"
+	dryRunServer = "server"
+)
+
+// dryRun prints the objects the spec becomes; with --dry-run=server the API
+// server admits them (and a pod of their template) first. Nothing is
+// created, and the state database is not opened.
+func (o *CreateOptions) dryRun(ctx context.Context) error {
+	rtName, err := o.f.Runtime()
+	if err != nil {
+		return err
+	}
+	ns, err := o.f.Namespace(rtName, o.spec.RuntimeNamespace)
+	if err != nil {
+		return err
+	}
+	id, err := runtimeid.New(rtName, ns, o.spec.Kind(), o.spec.Name)
+	if err != nil {
+		return err
+	}
+	objs, err := runtime.Build(o.spec, ns)
+	if err != nil {
+		return err
+	}
+	suffix := "(dry run)"
+	if o.DryRun == dryRunServer {
+		suffix = "(server dry run)"
+		client, err := o.f.Client(rtName)
+		if err != nil {
+			return err
+		}
+		// Pod Security only warns about a Deployment or a Job: ask about a
+		// pod of their template, as create does.
+		if err := runtime.CheckPods(ctx, client, ns, o.spec, objs, id.Kind); err != nil {
+			return err
+		}
+		if objs, err = runtime.DryRun(ctx, client, ns, objs); err != nil {
+			return err
+		}
+	}
+	items := objs.Items()
+	switch o.Output {
+	case "json", "yaml":
+		if len(items) == 1 {
+			return printData(o.Out, o.Output, items[0])
+		}
+		return printData(o.Out, o.Output, objectList{APIVersion: "v1", Kind: "List", Items: items, Metadata: map[string]string{"resourceVersion": ""}})
+	}
+	for _, obj := range items {
+		name := objectRef(obj)
+		if o.Output == "name" {
+			fmt.Fprintln(o.Out, name)
+			continue
+		}
+		fmt.Fprintf(o.Out, "%s created %s\n", name, suffix)
+	}
+	return nil
+}
+
+// objectList is kubectl's v1 List, as kubectl get -o yaml prints several objects.
+type objectList struct {
+	APIVersion string              `json:"apiVersion"`
+	Items      []k8sruntime.Object `json:"items"`
+	Kind       string              `json:"kind"`
+	Metadata   map[string]string   `json:"metadata"`
+}
+
+// objectRef is kubectl's resource.group/name of an object built by Build.
+func objectRef(obj k8sruntime.Object) string {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	name := ""
+	if m, ok := obj.(interface{ GetName() string }); ok {
+		name = m.GetName()
+	}
+	res := strings.ToLower(gvk.Kind)
+	if gvk.Group != "" {
+		res += "." + gvk.Group
+	}
+	return res + "/" + name
 }
 
 // splitArgs separates NAME from the command after "--".
@@ -276,6 +379,9 @@ func (o *CreateOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Validate builds and checks the spec; nothing touches the cluster or the database.
 func (o *CreateOptions) Validate() error {
+	if err := validateDryRun(o.DryRun); err != nil {
+		return err
+	}
 	if err := validateOutput(o.Output, "", "json", "yaml", "name"); err != nil {
 		return err
 	}
@@ -286,6 +392,9 @@ func (o *CreateOptions) Validate() error {
 
 // Run creates the workload and records it.
 func (o *CreateOptions) Run(ctx context.Context) (store.Workload, error) {
+	if o.dryRunning() {
+		return store.Workload{}, o.dryRun(ctx)
+	}
 	w, err := o.f.create(ctx, o.spec)
 	if err != nil {
 		return w, err
@@ -295,6 +404,11 @@ func (o *CreateOptions) Run(ctx context.Context) (store.Workload, error) {
 	}
 	fmt.Fprintln(o.Out, w.RuntimeID)
 	return w, nil
+}
+
+// dryRunning reports whether --dry-run is client or server.
+func (o *CreateOptions) dryRunning() bool {
+	return o.DryRun == dryRunClient || o.DryRun == dryRunServer
 }
 
 // create records the intent and creates s in the cluster through the

@@ -164,6 +164,8 @@ Exit codes: 0 success; 1 an API or runtime error (or a wait that timed out or fa
 		NewCmdWait(f, streams),
 		NewCmdRecover(f, streams),
 		NewCmdAdopt(f, streams),
+		NewCmdUpdate(f, streams),
+		NewCmdHistory(f, streams),
 		NewCmdDoctor(f, streams),
 		NewCmdVersion(f, streams),
 	)

@@ -50,11 +50,15 @@ only until it has started. The runtime ID is printed on stdout.`,
 	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: json or yaml prints the record instead of the ID")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the workload to start (a job: to finish)")
 	cmd.Flags().BoolVarP(&o.Detach, "detach", "d", o.Detach, "For a job: return once it has started, not when it has finished")
+	addDryRunFlag(cmd, &o.DryRun)
 	return cmd
 }
 
 // Run creates, starts and waits.
 func (o *RunOptions) Run(ctx context.Context) error {
+	if o.dryRunning() {
+		return o.dryRun(ctx) // what create would send; nothing starts
+	}
 	w, err := o.f.create(ctx, o.spec)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/spec"
@@ -27,6 +28,58 @@ func (o Objects) PodTemplate() *corev1.PodTemplateSpec {
 		return &o.Job.Spec.Template
 	}
 	return nil
+}
+
+// Items are the objects in the order they are created: the workload, then
+// its Service.
+func (o Objects) Items() []k8sruntime.Object {
+	var out []k8sruntime.Object
+	if o.Deployment != nil {
+		out = append(out, o.Deployment)
+	}
+	if o.Job != nil {
+		out = append(out, o.Job)
+	}
+	if o.Service != nil {
+		out = append(out, o.Service)
+	}
+	return out
+}
+
+// DryRun sends each object of objs to the API server with dryRun=All, as
+// kubectl's --dry-run=server does: admission (Pod Security's warnings,
+// quotas, webhooks without side effects) and validation answer, nothing is
+// stored. It returns the objects as the server would have stored them
+// (defaults filled in), or the first refusal. Pod Security judges pods,
+// not templates: check the pod template with CheckPods first.
+func DryRun(ctx context.Context, c kubernetes.Interface, namespace string, objs Objects) (Objects, error) {
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	var out Objects
+	if d := objs.Deployment; d != nil {
+		got, err := c.AppsV1().Deployments(namespace).Create(ctx, d, dry)
+		if err != nil {
+			return Objects{}, createError("deployment", d.Name, namespace, err)
+		}
+		got.TypeMeta = d.TypeMeta
+		out.Deployment = got
+	}
+	if j := objs.Job; j != nil {
+		got, err := c.BatchV1().Jobs(namespace).Create(ctx, j, dry)
+		if err != nil {
+			return Objects{}, createError("job", j.Name, namespace, err)
+		}
+		got.TypeMeta = j.TypeMeta
+		out.Job = got
+	}
+	if svc := objs.Service; svc != nil {
+		got, err := c.CoreV1().Services(namespace).Create(ctx, svc, dry)
+		if err != nil {
+			return Objects{}, createError("service", svc.Name, namespace, err)
+		}
+		got.TypeMeta = svc.TypeMeta
+		out.Service = got
+	}
+	return out, nil
 }
 
 // CheckPods asks the API server whether namespace admits the pods the
