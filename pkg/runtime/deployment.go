@@ -334,27 +334,33 @@ func DeploymentEvent(d *appsv1.Deployment) (Observation, bool) {
 				Result: store.Result{Reason: reason, FinishedAt: timeOf(&c.LastTransitionTime)}}, true
 		}
 	}
-	if want > 0 && d.Status.ReadyReplicas > 0 && d.DeletionTimestamp == nil && !rollingOut(d) {
+	if want > 0 && d.Status.ReadyReplicas > 0 && d.DeletionTimestamp == nil && !rollingOut(d, want) {
 		return Observation{Type: store.ContainerStarted, UID: uid}, true
 	}
 	return Observation{}, false
 }
 
-// rollingOut reports whether the deployment controller says a new pod
-// template is still rolling out: Progressing=True with a reason other than
-// NewReplicaSetAvailable (ReplicaSetUpdated, NewReplicaSetCreated,
-// FoundNewReplicaSet), as kubectl rollout status waits for. The old pods
-// are ready meanwhile; the new ones are not all available yet.
-func rollingOut(d *appsv1.Deployment) bool {
+// rollingOut reports whether the deployment controller's status says a new
+// pod template is still rolling out, as kubectl rollout status reads it:
+// with a Progressing condition (the controller has judged the rollout),
+// until it says NewReplicaSetAvailable and every replica is updated and
+// available with no old one left. The old pods are ready meanwhile. (A
+// rollback to an older template re-uses its ReplicaSet and keeps the old
+// NewReplicaSetAvailable condition for a while: the counts tell.)
+func rollingOut(d *appsv1.Deployment, want int32) bool {
 	for _, c := range d.Status.Conditions {
-		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionTrue {
-			return c.Reason != "NewReplicaSetAvailable" && c.Reason != ""
+		if c.Type != appsv1.DeploymentProgressing || c.Status != corev1.ConditionTrue {
+			continue
 		}
+		st := d.Status
+		return (c.Reason != "" && c.Reason != "NewReplicaSetAvailable") ||
+			st.UpdatedReplicas < want || st.Replicas > st.UpdatedReplicas || st.AvailableReplicas < st.UpdatedReplicas
 	}
 	return false
 }
 
-// Slim keeps spec.replicas, the status counters and the conditions' type,
+// Slim keeps spec.replicas, the status counters (ready, updated, available:
+// rollingOut reads them) and the conditions' type,
 // status, reason and message.
 func (deploymentKind) Slim(obj any) (any, bool) {
 	o, ok := obj.(*appsv1.Deployment)
@@ -368,6 +374,8 @@ func (deploymentKind) Slim(obj any) (any, bool) {
 			ObservedGeneration: o.Status.ObservedGeneration,
 			Replicas:           o.Status.Replicas,
 			ReadyReplicas:      o.Status.ReadyReplicas,
+			UpdatedReplicas:    o.Status.UpdatedReplicas,
+			AvailableReplicas:  o.Status.AvailableReplicas,
 		},
 	}
 	if len(o.Status.Conditions) > 0 {

@@ -178,12 +178,16 @@ func TestDeploymentEvent(t *testing.T) {
 			deployCond(appsv1.DeploymentProgressing, corev1.ConditionFalse, "ProgressDeadlineExceeded", "")}}, want: failed("ProgressDeadlineExceeded")},
 		{name: "progressing false for another reason", status: appsv1.DeploymentStatus{Replicas: 1, Conditions: []appsv1.DeploymentCondition{
 			deployCond(appsv1.DeploymentProgressing, corev1.ConditionFalse, "SomethingElse", "")}}, want: nil},
-		{name: "progressing true", status: appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1, Conditions: []appsv1.DeploymentCondition{
+		{name: "progressing true", status: appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1, UpdatedReplicas: 1, AvailableReplicas: 1, Conditions: []appsv1.DeploymentCondition{
 			deployCond(appsv1.DeploymentAvailable, corev1.ConditionTrue, "MinimumReplicasAvailable", ""),
 			deployCond(appsv1.DeploymentProgressing, corev1.ConditionTrue, "NewReplicaSetAvailable", "")}}, want: started},
 		{name: "a new template rolling out: the old pod is ready", status: appsv1.DeploymentStatus{Replicas: 2, UpdatedReplicas: 1, ReadyReplicas: 1, Conditions: []appsv1.DeploymentCondition{
 			deployCond(appsv1.DeploymentProgressing, corev1.ConditionTrue, "ReplicaSetUpdated", "")}}, want: nil},
-		{name: "the new template rolled out", status: appsv1.DeploymentStatus{Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, Conditions: []appsv1.DeploymentCondition{
+		{name: "a rollback re-using the old ReplicaSet, not scaled up yet", status: appsv1.DeploymentStatus{Replicas: 1, UpdatedReplicas: 0, ReadyReplicas: 1, AvailableReplicas: 1, Conditions: []appsv1.DeploymentCondition{
+			deployCond(appsv1.DeploymentProgressing, corev1.ConditionTrue, "NewReplicaSetAvailable", "")}}, want: nil},
+		{name: "old pods left", status: appsv1.DeploymentStatus{Replicas: 2, UpdatedReplicas: 1, ReadyReplicas: 2, AvailableReplicas: 2, Conditions: []appsv1.DeploymentCondition{
+			deployCond(appsv1.DeploymentProgressing, corev1.ConditionTrue, "NewReplicaSetAvailable", "")}}, want: nil},
+		{name: "the new template rolled out", status: appsv1.DeploymentStatus{Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, Conditions: []appsv1.DeploymentCondition{
 			deployCond(appsv1.DeploymentProgressing, corev1.ConditionTrue, "NewReplicaSetAvailable", "")}}, want: started},
 		{name: "being deleted with a ready replica", gone: true, status: appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1}, want: nil},
 	}
@@ -226,7 +230,7 @@ func TestSlim(t *testing.T) {
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr(int32(1)), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}},
-		Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, UpdatedReplicas: 1, UnavailableReplicas: 3,
 			Conditions: []appsv1.DeploymentCondition{deployCond(appsv1.DeploymentAvailable, corev1.ConditionTrue, "MinimumReplicasAvailable", "ok")}},
 	}
 	got, err := Slim(d)
@@ -237,7 +241,7 @@ func TestSlim(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u1", Generation: 2, ResourceVersion: "42",
 			Labels: map[string]string{LabelWorkload: "web"}},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr(int32(1))},
-		Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 1, ReadyReplicas: 1,
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, UpdatedReplicas: 1,
 			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", Message: "ok"}}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
