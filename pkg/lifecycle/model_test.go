@@ -3,14 +3,16 @@ package lifecycle_test
 // TestModel is a model-based (state machine) test of the lifecycle engine,
 // the store and the monitor together, with pgregory.net/rapid. It draws
 // sequences of user verbs (create, start, resume, restart, stop, pause,
-// delete)
+// delete, update of the spec)
 // applied through lifecycle.Engine by 3 simulated processes sharing one
 // database file, controller steps of a simulated cluster, `recover --once`
 // passes, pauses of a process at any step of a verb, kills of a paused
 // process (its API call reaching the server or not), failed API calls and
 // verbs of two processes run at once, jobs suspended and unsuspended from
 // outside (kubectl patch, Kueue); and checks, after every action and
-// after quiescence, that the record is the truth (issue 12). See
+// after quiescence, that the record is the truth (issue 12), and that the
+// revisions of every record are numbered 1..N without a gap and never lose
+// the spec of an update that returned nil (issue 15). See
 // docs/testing.md, "Model-based test".
 //
 // The unit run does a few sequences; make test-model runs thousands:
@@ -27,6 +29,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,6 +80,7 @@ func TestModel(t *testing.T) {
 			"suspend":    m.suspend,
 			"stop":       m.stop,
 			"delete":     m.delete,
+			"update":     m.update,
 			"resume":     m.resume,
 			"kill":       m.kill,
 			"concurrent": m.concurrent,
@@ -116,6 +120,16 @@ type model struct {
 	started  int          // processes started so far, for their names
 	obs      *store.Store // the test's own handle, for reading
 	monitors int
+
+	mu      sync.Mutex
+	updated []updated // every update that returned nil
+}
+
+// updated is an update that returned nil: revision of runtimeID holds image.
+type updated struct {
+	runtimeID string
+	revision  int
+	image     string
 }
 
 func newModel(t *rapid.T, dir string) *model {
@@ -158,30 +172,43 @@ func (m *model) close() {
 type verb struct {
 	event store.EventType // store.Created for create
 	w     workload
+	image string // the new image of an update (SpecUpdated)
 }
 
 func (v verb) String() string {
 	name := map[store.EventType]string{
 		store.Created: "create", store.StartRequested: "start", store.ResumeRequested: "resume", store.RestartRequested: "restart",
-		store.StopRequested: "stop", store.PauseRequested: "pause", store.DeleteRequested: "delete",
+		store.StopRequested: "stop", store.PauseRequested: "pause", store.DeleteRequested: "delete", store.SpecUpdated: "update",
 	}[v.event]
+	if v.event == store.SpecUpdated {
+		return name + " " + v.w.String() + " --image " + v.image
+	}
 	return name + " " + v.w.String()
 }
 
 func (m *model) create(t *rapid.T) {
 	p := m.drawIdle(t)
-	m.run(t, p, verb{store.Created, rapid.SampledFrom(workloads).Draw(t, "workload")})
+	m.run(t, p, verb{event: store.Created, w: rapid.SampledFrom(workloads).Draw(t, "workload")})
+}
+
+// images are the images an update draws from; create uses the first.
+var images = []string{"busybox:1.36", "busybox:1.37", "busybox:1.38"}
+
+// update changes a recorded workload's image (the same image: no change).
+func (m *model) update(t *rapid.T) {
+	p := m.drawIdle(t)
+	m.run(t, p, verb{event: store.SpecUpdated, w: m.drawRecorded(t), image: rapid.SampledFrom(images).Draw(t, "image")})
 }
 
 func (m *model) start(t *rapid.T) {
 	p := m.drawIdle(t)
 	ev := rapid.SampledFrom([]store.EventType{store.StartRequested, store.ResumeRequested}).Draw(t, "verb")
-	m.run(t, p, verb{ev, m.drawRecorded(t)})
+	m.run(t, p, verb{event: ev, w: m.drawRecorded(t)})
 }
 
 func (m *model) restart(t *rapid.T) {
 	p := m.drawIdle(t)
-	m.run(t, p, verb{store.RestartRequested, m.drawRecorded(t)})
+	m.run(t, p, verb{event: store.RestartRequested, w: m.drawRecorded(t)})
 }
 
 // suspend sets or clears a job's spec.suspend from outside gobrave, as
@@ -208,12 +235,12 @@ func (m *model) suspend(t *rapid.T) {
 func (m *model) stop(t *rapid.T) {
 	p := m.drawIdle(t)
 	ev := rapid.SampledFrom([]store.EventType{store.StopRequested, store.PauseRequested}).Draw(t, "verb")
-	m.run(t, p, verb{ev, m.drawRecorded(t)})
+	m.run(t, p, verb{event: ev, w: m.drawRecorded(t)})
 }
 
 func (m *model) delete(t *rapid.T) {
 	p := m.drawIdle(t)
-	m.run(t, p, verb{store.DeleteRequested, m.drawRecorded(t)})
+	m.run(t, p, verb{event: store.DeleteRequested, w: m.drawRecorded(t)})
 }
 
 // run runs v in p, maybe pausing it at a step or failing one of its calls.
@@ -265,12 +292,32 @@ func (m *model) logResult(t *rapid.T, p *process, v verb, res verbResult) {
 func (m *model) verbFunc(p *process, v verb) func(context.Context) (store.Workload, error) {
 	if v.event == store.Created {
 		return func(ctx context.Context) (store.Workload, error) {
-			s := spec.ContainerSpec{Name: v.w.name, Image: "busybox:1.36", WorkloadKind: v.w.kind}
+			s := spec.ContainerSpec{Name: v.w.name, Image: images[0], WorkloadKind: v.w.kind}
 			if v.w.name == "web" {
 				s.ExposedPort, s.ExposeService = 8080, true
 			}
 			w, _, err := p.eng.Create(ctx, runtimeid.RuntimeK8s, namespace, s)
 			return w, err
+		}
+	}
+	if v.event == store.SpecUpdated {
+		return func(ctx context.Context) (store.Workload, error) {
+			w, err := p.st.Get(ctx, v.w.id().String())
+			if err != nil {
+				return w, err
+			}
+			next := w.Spec
+			next.Image = v.image
+			res, err := p.eng.Update(ctx, w, next, "")
+			if errors.Is(err, lifecycle.ErrNoChange) {
+				return res.Workload, nil
+			}
+			if err == nil {
+				m.mu.Lock()
+				m.updated = append(m.updated, updated{runtimeID: w.RuntimeID, revision: res.Revision.Revision, image: v.image})
+				m.mu.Unlock()
+			}
+			return res.Workload, err
 		}
 	}
 	return func(ctx context.Context) (store.Workload, error) {
@@ -306,7 +353,7 @@ func (m *model) immediate(t *rapid.T, v verb) store.State {
 		return store.StateDeleted
 	case store.PauseRequested:
 		if v.w.kind == runtimeid.KindDeployment {
-			return m.immediate(t, verb{store.StopRequested, v.w})
+			return m.immediate(t, verb{event: store.StopRequested, w: v.w})
 		}
 		// A job's pause is its suspension: paused at once when the job
 		// controller has suspended it already.
@@ -468,8 +515,13 @@ func (m *model) concurrent(t *rapid.T) {
 func (m *model) drawVerb(t *rapid.T, label string) verb {
 	ev := rapid.SampledFrom([]store.EventType{
 		store.Created, store.StartRequested, store.ResumeRequested, store.RestartRequested, store.StopRequested, store.PauseRequested, store.DeleteRequested,
+		store.SpecUpdated,
 	}).Draw(t, label+"Verb")
-	return verb{ev, rapid.SampledFrom(workloads).Draw(t, label+"Workload")}
+	v := verb{event: ev, w: rapid.SampledFrom(workloads).Draw(t, label+"Workload")}
+	if ev == store.SpecUpdated {
+		v.image = rapid.SampledFrom(images).Draw(t, label+"Image")
+	}
+	return v
 }
 
 // controller runs one controller step on one workload's object.
@@ -604,6 +656,41 @@ func (m *model) check(t *rapid.T) {
 	for _, e := range evs {
 		if e.UID != "" && !m.cluster.existed(e.UID) {
 			t.Fatalf("event %d %s of %s refers to object %s, which never existed", e.Seq, e.Type, e.RuntimeID, e.UID)
+		}
+	}
+	m.checkRevisions(t, ws)
+}
+
+// checkRevisions: every record's revisions are numbered 1..N, the last one
+// is the record's spec, and every update that returned nil still has its
+// revision with its image, whatever was killed since.
+func (m *model) checkRevisions(t *rapid.T, ws []store.Workload) {
+	revs := map[string][]store.Revision{}
+	for _, w := range ws {
+		rs, err := m.obs.Revisions(m.ctx, w.RuntimeID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range rs {
+			if r.Revision != i+1 {
+				t.Fatalf("%s: revision %d at position %d: the revisions are not 1..N", w.RuntimeID, r.Revision, i+1)
+			}
+		}
+		rec, err := m.obs.Get(m.ctx, w.RuntimeID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := rs[len(rs)-1]; !store.SameSpec(last.Spec, rec.Spec) {
+			t.Fatalf("%s: the last revision (%d, %s) is not the record's spec (%s)", w.RuntimeID, last.Revision, last.Spec.Image, rec.Spec.Image)
+		}
+		revs[w.RuntimeID] = rs
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, u := range m.updated {
+		rs := revs[u.runtimeID]
+		if u.revision > len(rs) || rs[u.revision-1].Spec.Image != u.image {
+			t.Fatalf("%s: the update to %s returned revision %d, which is lost (%d revisions)", u.runtimeID, u.image, u.revision, len(rs))
 		}
 	}
 }
