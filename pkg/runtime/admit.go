@@ -50,7 +50,8 @@ func (o Objects) Items() []k8sruntime.Object {
 // kubectl's --dry-run=server does: admission (Pod Security's warnings,
 // quotas, webhooks without side effects) and validation answer, nothing is
 // stored. It returns the objects as the server would have stored them
-// (defaults filled in), or the first refusal. Pod Security judges pods,
+// (defaults filled in; without managedFields, as kubectl prints objects),
+// or the first refusal. Pod Security judges pods,
 // not templates: check the pod template with CheckPods first.
 func DryRun(ctx context.Context, c kubernetes.Interface, namespace string, objs Objects) (Objects, error) {
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
@@ -60,7 +61,7 @@ func DryRun(ctx context.Context, c kubernetes.Interface, namespace string, objs 
 		if err != nil {
 			return Objects{}, createError("deployment", d.Name, namespace, err)
 		}
-		got.TypeMeta = d.TypeMeta
+		got.TypeMeta, got.ManagedFields = d.TypeMeta, nil
 		out.Deployment = got
 	}
 	if j := objs.Job; j != nil {
@@ -68,7 +69,7 @@ func DryRun(ctx context.Context, c kubernetes.Interface, namespace string, objs 
 		if err != nil {
 			return Objects{}, createError("job", j.Name, namespace, err)
 		}
-		got.TypeMeta = j.TypeMeta
+		got.TypeMeta, got.ManagedFields = j.TypeMeta, nil
 		out.Job = got
 	}
 	if svc := objs.Service; svc != nil {
@@ -76,7 +77,7 @@ func DryRun(ctx context.Context, c kubernetes.Interface, namespace string, objs 
 		if err != nil {
 			return Objects{}, createError("service", svc.Name, namespace, err)
 		}
-		got.TypeMeta = svc.TypeMeta
+		got.TypeMeta, got.ManagedFields = svc.TypeMeta, nil
 		out.Service = got
 	}
 	return out, nil

@@ -41,8 +41,8 @@ func historyRows(t *testing.T, gb func(...string) result, id string) [][]string 
 // Issue 15: update rolls a service forward and --to-revision rolls it back. After each step the
 // Deployment on the API server has the image in its pod template and its gobrave.dev/spec
 // annotation (so adopt sees them agree), the rollout has finished when update returns (the new
-// ReplicaSet's pods are the ready ones), history lists the revisions, and an update to the spec it
-// has records nothing.
+// ReplicaSet's pods are the ready ones), an image that cannot be pulled fails fast, history lists
+// the revisions, and an update to the spec it has records nothing.
 func TestUpdateRollout(t *testing.T) {
 	ns := newNamespace(t)
 	home := []string{"GOBRAVE_HOME=" + t.TempDir()}
@@ -86,21 +86,32 @@ func TestUpdateRollout(t *testing.T) {
 	}
 	check("update --image", "registry.invalid/web:2")
 
+	// A template whose pod cannot pull its image fails fast, as run does; the old pod serves on.
+	r = gb("update", id, "--image", "registry.invalid/web:bad", "--label", "gobrave.test/waiting=ImagePullBackOff", "--timeout", "2m")
+	if line := oneErrorLine(t, r); r.code != 1 || !strings.HasPrefix(line, "error: "+id+`: ImagePullBackOff: Back-off pulling image "registry.invalid/web:bad"`) {
+		t.Errorf("update to an image that cannot be pulled: %s", r)
+	}
+	if d := getDeployment(t, ns, "web"); d.Status.ReadyReplicas != 1 || d.Spec.Template.Spec.Containers[0].Image != "registry.invalid/web:bad" {
+		t.Errorf("during the stuck rollout: ready %d image %s, want the old pod ready and the new template", d.Status.ReadyReplicas, d.Spec.Template.Spec.Containers[0].Image)
+	}
+
 	r = gb("update", id, "--to-revision", "1", "--timeout", "2m")
-	if r.code != 0 || !strings.Contains(r.stdout, "updated to revision 3 (back to revision 1: image registry.invalid/web:2 → registry.invalid/web:1), rolled out") {
+	if r.code != 0 || !strings.Contains(r.stdout, "updated to revision 4 (back to revision 1: image registry.invalid/web:bad → registry.invalid/web:1; labels -gobrave.test/waiting), rolled out") {
 		t.Fatalf("update --to-revision 1: %s", r)
 	}
 	check("update --to-revision 1", "registry.invalid/web:1")
 
 	r = gb("update", "deployment/web", "-n", ns, "--image", "registry.invalid/web:1")
-	if r.code != 0 || r.stdout != "deployment.apps/web unchanged (revision 3, "+id+")\n" {
+	if r.code != 0 || r.stdout != "deployment.apps/web unchanged (revision 4, "+id+")\n" {
 		t.Errorf("an update with no change: %s", r)
 	}
 	rows := historyRows(t, gb, id)
-	if len(rows) != 3 {
-		t.Fatalf("history rows %v, want 3", rows)
+	if len(rows) != 4 {
+		t.Fatalf("history rows %v, want 4", rows)
 	}
-	for i, want := range []string{"created", "image registry.invalid/web:1 → registry.invalid/web:2", "back to revision 1: image registry.invalid/web:2 → registry.invalid/web:1 (current)"} {
+	for i, want := range []string{"created", "image registry.invalid/web:1 → registry.invalid/web:2",
+		"image registry.invalid/web:2 → registry.invalid/web:bad; labels +gobrave.test/waiting=ImagePullBackOff",
+		"back to revision 1: image registry.invalid/web:bad → registry.invalid/web:1; labels -gobrave.test/waiting (current)"} {
 		if got := strings.Join(rows[i][2:], " "); rows[i][0] != string(rune('1'+i)) || got != want {
 			t.Errorf("history row %d: %v, want revision %d change %q", i+1, rows[i], i+1, want)
 		}
@@ -110,8 +121,8 @@ func TestUpdateRollout(t *testing.T) {
 		t.Errorf("history --revision 2: %s", r)
 	}
 	r = gb("events", id, "-o", "json")
-	if n := strings.Count(r.stdout, `"type": "SpecUpdated"`); r.code != 0 || n != 2 {
-		t.Errorf("%d SpecUpdated events, want 2: %s", n, r)
+	if n := strings.Count(r.stdout, `"type": "SpecUpdated"`); r.code != 0 || n != 3 {
+		t.Errorf("%d SpecUpdated events, want 3: %s", n, r)
 	}
 	// adopt agrees: the annotation and the template name the same spec.
 	if r := gb("adopt", "-n", ns); r.code != 0 {
