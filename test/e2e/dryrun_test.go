@@ -56,7 +56,10 @@ func nothingMade(t *testing.T, gb func(...string) result, ns, name string) {
 func TestDryRunClient(t *testing.T) {
 	ns := newNamespace(t)
 	home := t.TempDir()
-	gb := func(args ...string) result { t.Helper(); return runWith(t, runOpts{env: []string{"GOBRAVE_HOME=" + home}}, args...) }
+	gb := func(args ...string) result {
+		t.Helper()
+		return runWith(t, runOpts{env: []string{"GOBRAVE_HOME=" + home}}, args...)
+	}
 
 	r := gb("create", "web", "-n", ns, "--image", "registry.invalid/web:1", "--port", "80", "--expose", "--dry-run=client", "-o", "yaml")
 	if r.code != 0 {
