@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -138,11 +139,30 @@ func ownedPods(pods []corev1.Pod, owners map[types.UID]bool) []corev1.Pod {
 }
 
 // newer orders pods by creation time, then by name for a stable choice.
+// Creation times have whole seconds: a rollout's new pod is often made in
+// the second of the old one it replaces (an update right after a rollout).
+// Of two pods of the same second, one whose container waits (its image
+// cannot be pulled …) is taken as the newer: the old pod of a rollout was
+// running, and the new one's trouble is what a wait must see.
 func newer(a, b *corev1.Pod) bool {
 	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
 		return b.CreationTimestamp.Before(&a.CreationTimestamp)
 	}
+	if wa, wb := containerWaits(a), containerWaits(b); wa != wb {
+		return wa
+	}
 	return a.Name > b.Name
+}
+
+// containerWaits reports whether a container of p waits (not yet started,
+// or backing off).
+func containerWaits(p *corev1.Pod) bool {
+	for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+		if cs.State.Waiting != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // LogOptions select what Logs streams.
