@@ -258,7 +258,11 @@ type rowPrinter struct {
 	lines  bool // -o json: one object per line
 }
 
-const psChunk = 500
+// psChunk is kubectl's chunk size; psFirstChunk the rows flushed first.
+const (
+	psChunk      = 500
+	psFirstChunk = 100
+)
 
 func (o *PsOptions) newRowPrinter() *rowPrinter {
 	rp := &rowPrinter{o: o, out: bufio.NewWriterSize(o.Out, 64<<10), chunk: psChunk, now: o.now(), color: o.f.colorEnabled(o.Out)}
@@ -311,7 +315,8 @@ func (rp *rowPrinter) row(w store.Workload) error {
 		fmt.Fprintln(rp.w, line)
 	}
 	rp.rows++
-	if rp.rows%rp.chunk == 0 {
+	// The first chunk is small, so that a terminal shows rows at once.
+	if rp.rows == psFirstChunk || rp.rows%rp.chunk == 0 {
 		return rp.flush()
 	}
 	return nil

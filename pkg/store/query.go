@@ -75,6 +75,10 @@ func (q Query) sql() (string, []any) {
 	return s + " ORDER BY w.namespace, w.kind, w.name, w.runtime_id", args
 }
 
+// mmapSize is how much of the database file a scan of Rows maps: 1 GiB,
+// SQLite's limit on Linux is 2 GiB.
+const mmapSize = "1073741824"
+
 // Rows streams the workloads q selects in the order of List (namespace,
 // kind, name, runtime ID), one at a time: a listing of 100,000 records
 // prints its first row before the last is read, and holds one row in memory.
@@ -84,7 +88,22 @@ func (q Query) sql() (string, []any) {
 func (s *Store) Rows(ctx context.Context, q Query) iter.Seq2[Workload, error] {
 	return func(yield func(Workload, error) bool) {
 		query, args := q.sql()
-		rows, err := s.db.QueryContext(ctx, query, args...)
+		conn, err := s.db.Conn(ctx)
+		if err != nil {
+			yield(Workload{}, s.fail("list workloads", err))
+			return
+		}
+		defer conn.Close()
+		// The order of the index reads the table's pages out of order, each
+		// many times: through SQLite's 2 MB page cache every read is a
+		// pread. Mapping the file for this scan halves the time of a
+		// 100,000-record listing (docs/performance.md) without growing the
+		// heap; the mapping ends with the scan. The file never shrinks
+		// under it: gobrave runs no VACUUM and no auto_vacuum.
+		if _, err := conn.ExecContext(ctx, "PRAGMA mmap_size = "+mmapSize); err == nil {
+			defer conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA mmap_size = 0")
+		}
+		rows, err := conn.QueryContext(ctx, query, args...)
 		if err != nil {
 			yield(Workload{}, s.fail("list workloads", err))
 			return

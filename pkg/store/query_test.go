@@ -39,15 +39,19 @@ func TestRowsMatchesList(t *testing.T) {
 	if len(got) != 50 { // 150 jobs, a third exited
 		t.Fatalf("Match + ExcludeStates: %d rows, want 50", len(got))
 	}
-	// Breaking out of the loop ends the query.
-	n := 0
-	for _, err := range s.Rows(ctx, Query{Filter: Filter{All: true}}) {
+	// Rows streams: breaking out after three rows has read three rows,
+	// not the table.
+	n, read := 0, 0
+	for _, err := range s.Rows(ctx, Query{Filter: Filter{All: true}, Match: func(Workload) bool { read++; return true }}) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n++; n == 3 {
 			break
 		}
+	}
+	if read != 3 {
+		t.Errorf("Rows read %d rows for the first 3, want 3", read)
 	}
 	if _, err := s.Select(ctx, Query{IDs: []string{"k8s-ns-01|job|w-00001"}, Filter: Filter{All: true}}); err != nil {
 		t.Fatal(err)
