@@ -239,3 +239,20 @@ func TestPrune(t *testing.T) {
 	}
 	checkExit(t, h.run("prune", "--older-than", "1d12h"), 0, "")
 }
+
+func TestWaitSelection(t *testing.T) {
+	h := newHarness(t)
+	seedSelect(t, h)
+	r := h.run("wait", "-l", "team=data", "--for", "terminal", "--state", "deleted", "--timeout", "5s")
+	checkExit(t, r, 0, "")
+	if r.stdout != "job.batch/old condition met (terminal)\n" {
+		t.Errorf("wait -l team=data --state deleted: %s", r)
+	}
+	r = h.run("wait", "-l", "team=nobody", "--for", "started")
+	checkExit(t, r, 0, "")
+	if !strings.Contains(r.stderr, "No workloads matched: nothing to wait for") {
+		t.Errorf("nothing selected: %s", r)
+	}
+	checkExit(t, h.run("wait", "--all", "web", "--for", "started"), 2, "not both")
+	checkExit(t, h.run("wait", "--kind", "job", "--for", "started"), 2, "add --all or -l")
+}
