@@ -54,9 +54,11 @@ func BenchmarkList100k(b *testing.B) {
 	ctx := context.Background()
 	s, _ := openTest(b)
 	fill(b, s, 100_000)
+	cpu := cpuTime()
 	for b.Loop() {
 		if _, err := s.List(ctx, Filter{All: true, NoSpec: true}); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N)/1000, "cpu-ms/op")
 }
