@@ -213,8 +213,8 @@ func (o *LifecycleOptions) Run(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	if (o.All || o.Selector != "") && len(errs) > 0 {
-		fmt.Fprintf(o.ErrOut, "%s: %d of %d selected workloads %s, the others failed (see the error)\n", o.verb.name, len(done), len(ws), o.verb.past)
+	if (o.All || o.Selector != "") && len(done) < len(ws) {
+		fmt.Fprintf(o.ErrOut, "%s: %d of %d selected workloads %s, %d not (see the error)\n", o.verb.name, len(done), len(ws), o.verb.past, len(ws)-len(done))
 	}
 	return errors.Join(errs...)
 }
