@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
 
 // PruneOptions are the options of prune.
@@ -31,13 +33,14 @@ func NewCmdPrune(f *Factory, streams genericiooptions.IOStreams) *cobra.Command 
 		Short: "Remove the records and history of deleted workloads from the state database",
 		Long: `Remove from the state database the records in state deleted, with their event history, as
 'docker container prune' removes stopped containers. --older-than keeps those deleted more recently
-(by the record's updatedAt: when it became deleted). The cluster is never asked or changed, and
+(by the record's updatedAt: when it became deleted); -n and --runtime keep the other namespaces
+and runtimes (without -n, every namespace). The cluster is never asked or changed, and
 a record in any other state is never removed, whatever runs at the same time (a monitor, a create
 of the same name): the selection and the removal are one transaction of the database.
 Prints the runtime ID of each removed record and the count (on stderr).`,
 		Example: `  kubectl gobrave prune
   kubectl gobrave prune --older-than 7d --dry-run
-  kubectl gobrave prune --older-than 36h`,
+  kubectl gobrave prune --older-than 36h -n team-a`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {
@@ -99,11 +102,14 @@ func (o *PruneOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var before time.Time
-	if o.OlderThan != "" {
-		before = o.now().Add(-o.olderThan)
+	pf := store.PruneFilter{DryRun: o.DryRun, Runtime: o.f.RuntimeFlag}
+	if o.f.ConfigFlags.Namespace != nil {
+		pf.Namespace = *o.f.ConfigFlags.Namespace
 	}
-	pruned, err := st.Prune(ctx, before, o.DryRun)
+	if o.OlderThan != "" {
+		pf.Before = o.now().Add(-o.olderThan)
+	}
+	pruned, err := st.Prune(ctx, pf)
 	if err != nil {
 		return err
 	}

@@ -256,3 +256,18 @@ func TestWaitSelection(t *testing.T) {
 	checkExit(t, h.run("wait", "--all", "web", "--for", "started"), 2, "not both")
 	checkExit(t, h.run("wait", "--kind", "job", "--for", "started"), 2, "add --all or -l")
 }
+
+func TestPruneNamespace(t *testing.T) {
+	h := newHarness(t)
+	h.ok("create", "a", "--image", "nginx:1.27", "-n", "team-a")
+	h.ok("create", "b", "--image", "nginx:1.27", "-n", "team-b")
+	h.ok("delete", "a", "b")
+	r := h.run("prune", "-n", "team-a", "-o", "name")
+	checkExit(t, r, 0, "")
+	if r.stdout != "k8s-team-a|deployment|a\n" {
+		t.Errorf("prune -n team-a: %s", r)
+	}
+	if got := ids(h.ps("-a")); len(got) != 1 || got[0] != "k8s-team-b|deployment|b" {
+		t.Errorf("after prune -n team-a: %v", got)
+	}
+}

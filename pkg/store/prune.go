@@ -16,10 +16,20 @@ type Pruned struct {
 	Events int
 }
 
-// Prune removes the records in state deleted that last changed at or before
-// before (any, when before is zero), with their history, cluster identity
-// and leases, and returns them sorted by runtime ID. With dryRun it removes
-// nothing and returns what it would remove.
+// PruneFilter says which deleted records Prune removes.
+type PruneFilter struct {
+	// Before: only records that last changed (became deleted) at or before
+	// it; any when zero.
+	Before time.Time
+	// Namespace and Runtime, when set, keep the others.
+	Namespace, Runtime string
+	// DryRun removes nothing: Prune returns what it would remove.
+	DryRun bool
+}
+
+// Prune removes the records in state deleted that f selects, with their
+// history, cluster identity and leases, and returns them sorted by runtime
+// ID.
 //
 // It never removes a record in another state: the selection and the
 // deletes run in one write transaction (BEGIN IMMEDIATE), so no other
@@ -27,18 +37,29 @@ type Pruned struct {
 // state again. A record created again under a deleted one's runtime ID
 // (create of the same name) is no longer deleted and stays. The cluster is
 // never asked: a deleted record's objects are gone, as the monitor saw.
-func (s *Store) Prune(ctx context.Context, before time.Time, dryRun bool) ([]Pruned, error) {
+func (s *Store) Prune(ctx context.Context, f PruneFilter) ([]Pruned, error) {
 	cutoff := int64(1<<63 - 1)
-	if !before.IsZero() {
-		cutoff = toDB(before)
+	if !f.Before.IsZero() {
+		cutoff = toDB(f.Before)
 	}
-	const sel = `SELECT w.runtime_id, w.updated_at,
+	sel := `SELECT w.runtime_id, w.updated_at,
 	(SELECT COUNT(*) FROM events e WHERE e.runtime_id = w.runtime_id)
-FROM workloads w WHERE w.state = ? AND w.updated_at <= ? ORDER BY w.runtime_id`
+FROM workloads w WHERE w.state = ? AND w.updated_at <= ?`
+	selArgs := []any{string(StateDeleted), cutoff}
+	if f.Namespace != "" {
+		sel += " AND w.namespace = ?"
+		selArgs = append(selArgs, f.Namespace)
+	}
+	if f.Runtime != "" {
+		sel += " AND w.runtime = ?"
+		selArgs = append(selArgs, f.Runtime)
+	}
+	sel += " ORDER BY w.runtime_id"
+	dryRun := f.DryRun
 	collect := func(q interface {
 		QueryContext(context.Context, string, ...any) (*sql.Rows, error)
 	}) ([]Pruned, error) {
-		rows, err := q.QueryContext(ctx, sel, string(StateDeleted), cutoff)
+		rows, err := q.QueryContext(ctx, sel, selArgs...)
 		if err != nil {
 			return nil, err
 		}

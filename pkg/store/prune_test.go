@@ -46,7 +46,7 @@ func TestPrune(t *testing.T) {
 		return out
 	}
 	// Dry run: what would go, nothing removed.
-	got, err := s.Prune(ctx, clk.now().Add(-7*24*time.Hour), true)
+	got, err := s.Prune(ctx, PruneFilter{Before: clk.now().Add(-7 * 24 * time.Hour), DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestPrune(t *testing.T) {
 		t.Fatalf("dry run removed %s: %v", old.RuntimeID, err)
 	}
 
-	got, err = s.Prune(ctx, clk.now().Add(-7*24*time.Hour), false)
+	got, err = s.Prune(ctx, PruneFilter{Before: clk.now().Add(-7 * 24 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,8 +77,12 @@ func TestPrune(t *testing.T) {
 		t.Fatalf("cluster of %s left: %q", old.RuntimeID, c)
 	}
 
+	// Another namespace: nothing.
+	if got, err := s.Prune(ctx, PruneFilter{Namespace: "b"}); err != nil || len(got) != 0 {
+		t.Fatalf("prune -n b: %v, %v", got, err)
+	}
 	// No age: every deleted record, never the live one.
-	got, err = s.Prune(ctx, time.Time{}, false)
+	got, err = s.Prune(ctx, PruneFilter{Namespace: "a", Runtime: "k8s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,12 +111,12 @@ func TestPruneKeepsRecreated(t *testing.T) {
 	mustPut(t, s, w)
 	deleteRecord(t, s, w.RuntimeID)
 	clk.add(time.Hour)
-	listed, err := s.Prune(ctx, time.Time{}, true)
+	listed, err := s.Prune(ctx, PruneFilter{DryRun: true})
 	if err != nil || len(listed) != 1 {
 		t.Fatalf("dry run: %v, %v", listed, err)
 	}
 	mustPut(t, s, w) // create again: state created
-	got, err := s.Prune(ctx, time.Time{}, false)
+	got, err := s.Prune(ctx, PruneFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +159,7 @@ func TestPruneConcurrentWriter(t *testing.T) {
 		}
 		done <- nil
 	}()
-	if _, err := s.Prune(ctx, time.Time{}, false); err != nil {
+	if _, err := s.Prune(ctx, PruneFilter{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
