@@ -90,6 +90,16 @@ func registerCompletion(f *Factory, root *cobra.Command) {
 	}
 	// Errors here can only mean a flag is missing or registered twice: the
 	// completion is then simply absent.
+	for _, c := range root.Commands() {
+		if c.Flag("kind") != nil && c.Flag("selector") != nil {
+			_ = c.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions([]string{"deployment", "job"}, cobra.ShellCompDirectiveNoFileComp))
+			states := make([]string, len(allStates))
+			for i, s := range allStates {
+				states[i] = string(s)
+			}
+			_ = c.RegisterFlagCompletionFunc("state", cobra.FixedCompletions(states, cobra.ShellCompDirectiveNoFileComp))
+		}
+	}
 	_ = root.RegisterFlagCompletionFunc("namespace", completeNamespaces(f))
 	_ = root.RegisterFlagCompletionFunc("context", completeKubeconfig(f, func(c api.Config) map[string]string {
 		out := map[string]string{}

@@ -38,9 +38,10 @@ type InspectView struct {
 // InspectOptions are the options of inspect.
 type InspectOptions struct {
 	genericiooptions.IOStreams
-	f      *Factory
-	Output string
-	arg    string
+	f *Factory
+	printFlags
+	arg  string
+	tmpl *objPrinter
 }
 
 // NewCmdInspect shows a workload's record and what the cluster says of it.
@@ -56,20 +57,28 @@ owned by the workload (the Job's, or a ReplicaSet's of the Deployment; labels al
 why it does not run (a waiting reason such as ImagePullBackOff or CrashLoopBackOff, or Unschedulable)
 and how its container last ended (exit code and reason).`,
 		Example: `  kubectl gobrave inspect web
-  kubectl gobrave inspect k8s-default|job|import -o json`,
+  kubectl gobrave inspect k8s-default|job|import -o json
+  kubectl gobrave inspect web -o jsonpath='{.podName}{" "}{.nodeName}'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.arg = args[0]
-			if err := validateOutput(o.Output, "", "json", "yaml"); err != nil {
+			if err := validateOutputs(o.Output, "", "json", "yaml"); err != nil {
 				return err
 			}
 			if err := ParseRef(o.arg); err != nil {
 				return err
 			}
+			if isTemplate(o.Output) {
+				p, err := newObjPrinter(o.Output)
+				if err != nil {
+					return err
+				}
+				o.tmpl = p
+			}
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: json or yaml")
+	o.printFlags.addFlags(cmd, "json, yaml", false)
 	return cmd
 }
 
@@ -99,6 +108,13 @@ func (o *InspectOptions) Run(ctx context.Context) error {
 	}
 	if v.Image == "" {
 		v.Image = w.Spec.Image
+	}
+	if o.tmpl != nil {
+		m, err := toObject(v)
+		if err != nil {
+			return err
+		}
+		return o.tmpl.print(o.Out, m, []map[string]any{m}, false)
 	}
 	if o.Output != "" {
 		return printData(o.Out, o.Output, v)

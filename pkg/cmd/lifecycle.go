@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -90,18 +91,22 @@ type LifecycleOptions struct {
 	verb    verb
 	Wait    bool
 	Timeout time.Duration
-	args    []string
+	// All and Selection act on the records they select instead of IDs.
+	All bool
+	Selection
+	args []string
 }
 
 // NewCmdLifecycle builds one lifecycle verb.
 func NewCmdLifecycle(f *Factory, streams genericiooptions.IOStreams, v verb) *cobra.Command {
 	o := &LifecycleOptions{IOStreams: streams, f: f, verb: v, Timeout: 5 * time.Minute}
 	cmd := &cobra.Command{
-		Use:     v.name + " ID [ID...]",
+		Use:     v.name + " (ID [ID...] | -l SELECTOR | --all)",
 		Aliases: v.aliases,
 		Short:   v.short,
-		Long:    v.long + "\n\nID is a runtime ID (k8s-default|deployment|web), deployment/NAME or job/NAME, or a bare NAME\nthat exactly one record has.",
-		Example: v.example,
+		Long: v.long + "\n\nID is a runtime ID (k8s-default|deployment|web), deployment/NAME or job/NAME, or a bare NAME\nthat exactly one record has." +
+			"\n\n-l and --all act on the records they select instead (every namespace unless -n; --state, --kind,\n--runtime and --context narrow them; deleted records are left out unless --state names deleted),\none line per ID. Selecting nothing is not an error: it says so and exits 0. --timeout bounds the\nwhole command: the IDs not reached when it expires are reported as not attempted.",
+		Example: v.example + "\n  kubectl gobrave " + v.name + " -l team=data --kind job\n  kubectl gobrave " + v.name + " --all --state exited -n team-a",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
 			if err := o.Validate(); err != nil {
@@ -111,17 +116,28 @@ func NewCmdLifecycle(f *Factory, streams genericiooptions.IOStreams, v verb) *co
 		},
 	}
 	cmd.Flags().BoolVar(&o.Wait, "wait", o.Wait, "Wait until every workload reaches the state the verb leads to")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits in all, e.g. 30s or 2m")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long the command, with its --wait, may take in all for every ID, e.g. 30s or 2m")
+	cmd.Flags().BoolVar(&o.All, "all", o.All, "Act on every recorded workload (but deleted ones) that --state, --kind, -n, --runtime and --context select")
+	o.Selection.addFlags(cmd)
 	return cmd
 }
 
 // Validate checks the arguments without any I/O.
 func (o *LifecycleOptions) Validate() error {
-	if len(o.args) == 0 {
-		return usageErrorf("%s needs at least one ID (see 'kubectl gobrave %s --help')", o.verb.name, o.verb.name)
+	selecting := o.All || o.Selector != ""
+	switch {
+	case selecting && len(o.args) > 0:
+		return usageErrorf("%s: give IDs or select with -l/--all, not both (got %s)", o.verb.name, strings.Join(o.args, " "))
+	case !selecting && (len(o.States) > 0 || o.Kind != ""):
+		return usageErrorf("%s: --state and --kind narrow a selection: add --all or -l", o.verb.name)
+	case len(o.args) == 0 && !selecting:
+		return usageErrorf("%s needs at least one ID, -l SELECTOR or --all (see 'kubectl gobrave %s --help')", o.verb.name, o.verb.name)
 	}
 	if o.Timeout <= 0 {
 		return usageErrorf("--timeout %s must be positive", o.Timeout)
+	}
+	if err := o.Selection.validate(); err != nil {
+		return err
 	}
 	for _, a := range o.args {
 		if err := ParseRef(a); err != nil {
@@ -133,10 +149,27 @@ func (o *LifecycleOptions) Validate() error {
 
 // Run applies the verb to every ID; one failure does not stop the others.
 func (o *LifecycleOptions) Run(ctx context.Context) error {
-	st, ws, err := o.f.resolveAll(ctx, o.args)
-	if st == nil || ExitCode(err) == ExitInvalid {
-		// An ambiguous name is bad input: act on nothing.
-		return err
+	deadline := time.Now().Add(o.Timeout)
+	var (
+		st  *store.Store
+		ws  []store.Workload
+		err error
+	)
+	if o.All || o.Selector != "" {
+		st, ws, err = o.selected(ctx)
+		if err != nil {
+			return err
+		}
+		if len(ws) == 0 {
+			fmt.Fprintf(o.ErrOut, "No workloads matched: nothing to %s.\n", o.verb.name)
+			return nil
+		}
+	} else {
+		st, ws, err = o.f.resolveAll(ctx, o.args)
+		if st == nil || ExitCode(err) == ExitInvalid {
+			// An ambiguous name is bad input: act on nothing.
+			return err
+		}
 	}
 	var (
 		errs []error
@@ -145,7 +178,16 @@ func (o *LifecycleOptions) Run(ctx context.Context) error {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	for _, w := range ws {
+	for i, w := range ws {
+		if time.Now().After(deadline) {
+			// One --timeout for every ID: what is left is not attempted.
+			var left []string
+			for _, w := range ws[i:] {
+				left = append(left, w.RuntimeID)
+			}
+			errs = append(errs, fmt.Errorf("%s: --timeout %s expired: not attempted: %s", o.verb.name, o.Timeout, strings.Join(left, ", ")))
+			break
+		}
 		w, err := o.apply(ctx, st, w)
 		if err != nil {
 			errs = append(errs, err)
@@ -155,7 +197,11 @@ func (o *LifecycleOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(o.Out, "%s %s (%s)\n", ref(w.Kind, w.Name), o.verb.past, w.RuntimeID)
 	}
 	if o.Wait && len(done) > 0 {
-		wctx, cancel := context.WithTimeout(ctx, o.Timeout)
+		left := time.Until(deadline)
+		if left <= 0 {
+			left = time.Millisecond
+		}
+		wctx, cancel := context.WithTimeout(ctx, left)
 		defer cancel()
 		wait := o.f.waitFor
 		if o.verb.waitFor == ConditionDeleted {
@@ -167,7 +213,28 @@ func (o *LifecycleOptions) Run(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	if (o.All || o.Selector != "") && len(done) < len(ws) {
+		fmt.Fprintf(o.ErrOut, "%s: %d of %d selected workloads %s, %d not (see the error)\n", o.verb.name, len(done), len(ws), o.verb.past, len(ws)-len(done))
+	}
 	return errors.Join(errs...)
+}
+
+// selected reads the records -l/--all select: every state but deleted
+// unless --state is given.
+func (o *LifecycleOptions) selected(ctx context.Context) (*store.Store, []store.Workload, error) {
+	st, err := o.f.Store(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	q, err := o.f.query(&o.Selection, true, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(q.States) == 0 {
+		q.ExcludeStates = []store.State{store.StateDeleted}
+	}
+	ws, err := st.Select(ctx, q)
+	return st, ws, err
 }
 
 func (o *LifecycleOptions) apply(ctx context.Context, st *store.Store, w store.Workload) (store.Workload, error) {

@@ -146,7 +146,10 @@ type WaitOptions struct {
 	f       *Factory
 	For     string
 	Timeout time.Duration
-	args    []string
+	// All and Selection wait for the records they select instead of IDs.
+	All bool
+	Selection
+	args []string
 }
 
 // NewCmdWait blocks until workloads meet a condition.
@@ -157,7 +160,7 @@ func NewCmdWait(f *Factory, streams genericiooptions.IOStreams) *cobra.Command {
 		names = append(names, string(c))
 	}
 	cmd := &cobra.Command{
-		Use:   "wait ID... --for=" + strings.Join(names, "|"),
+		Use:   "wait (ID... | -l SELECTOR | --all) --for=" + strings.Join(names, "|"),
 		Short: "Wait until workloads have started, exited, paused, failed, been deleted or reached any terminal state",
 		Long: `Wait until every ID meets the condition, under one overall --timeout. Exit code 0 when all do;
 1 on timeout, naming those that did not; 1 at once when an ID reaches a different terminal state
@@ -167,7 +170,8 @@ func NewCmdWait(f *Factory, streams genericiooptions.IOStreams) *cobra.Command {
 paused is met by a suspended job (state paused) and by a deployment that pause scaled to 0
 (exited); paused is not terminal, so a paused job is still waited on for started or exited.`,
 		Example: `  kubectl gobrave wait web --for=started --timeout=2m
-  kubectl gobrave wait job/a job/b job/c --for=exited --timeout=10m`,
+  kubectl gobrave wait job/a job/b job/c --for=exited --timeout=10m
+  kubectl gobrave wait -l team=data --kind job --for=terminal --timeout=1h`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
 			if err := o.Validate(); err != nil {
@@ -178,13 +182,24 @@ paused is met by a suspended job (state paused) and by a deployment that pause s
 	}
 	cmd.Flags().StringVar(&o.For, "for", o.For, "Condition: "+strings.Join(names, ", "))
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait in all")
+	cmd.Flags().BoolVar(&o.All, "all", o.All, "Wait for every recorded workload (but deleted ones) that --state, --kind, -n, --runtime and --context select")
+	o.Selection.addFlags(cmd)
 	return cmd
 }
 
 // Validate checks flags and IDs without I/O.
 func (o *WaitOptions) Validate() error {
-	if len(o.args) == 0 {
-		return usageErrorf("wait needs at least one ID (see 'kubectl gobrave wait --help')")
+	selecting := o.All || o.Selector != ""
+	switch {
+	case selecting && len(o.args) > 0:
+		return usageErrorf("wait: give IDs or select with -l/--all, not both (got %s)", strings.Join(o.args, " "))
+	case !selecting && (len(o.States) > 0 || o.Kind != ""):
+		return usageErrorf("wait: --state and --kind narrow a selection: add --all or -l")
+	case len(o.args) == 0 && !selecting:
+		return usageErrorf("wait needs at least one ID, -l SELECTOR or --all (see 'kubectl gobrave wait --help')")
+	}
+	if err := o.Selection.validate(); err != nil {
+		return err
 	}
 	ok := false
 	for _, c := range Conditions {
@@ -206,8 +221,21 @@ func (o *WaitOptions) Validate() error {
 
 // Run waits.
 func (o *WaitOptions) Run(ctx context.Context) error {
-	st, ws, err := o.f.resolveAll(ctx, o.args)
-	if err != nil {
+	var (
+		st  *store.Store
+		ws  []store.Workload
+		err error
+	)
+	if o.All || o.Selector != "" {
+		sel := &LifecycleOptions{f: o.f, Selection: o.Selection}
+		if st, ws, err = sel.selected(ctx); err != nil {
+			return err
+		}
+		if len(ws) == 0 {
+			fmt.Fprintln(o.ErrOut, "No workloads matched: nothing to wait for.")
+			return nil
+		}
+	} else if st, ws, err = o.f.resolveAll(ctx, o.args); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, o.Timeout)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
@@ -234,3 +236,98 @@ type notFoundError string
 func notFound(msg string) error              { return notFoundError(msg) }
 func (e notFoundError) Error() string        { return string(e) }
 func (e notFoundError) Is(target error) bool { return target == store.ErrNotFound }
+
+// Selection picks records by what they are rather than by ID: ps's filters
+// and the -l/--all of the lifecycle verbs. The namespace (-n), --runtime and
+// --context are the global flags.
+type Selection struct {
+	// Selector is a label selector (-l) over the workload's labels: the
+	// spec's labels with app and gobrave-workload set to its name.
+	Selector string
+	// States, when set, keeps only these states.
+	States []string
+	// Kind keeps one kind: deployment or job (deploy, jobs ... accepted).
+	Kind string
+	// AllNamespaces ignores -n.
+	AllNamespaces bool
+
+	selector labels.Selector
+}
+
+func (s *Selection) addFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&s.Selector, "selector", "l", s.Selector, "Only workloads whose labels match this selector (e.g. -l app=web,tier!=cache; labels are the spec's labels plus app=NAME and gobrave-workload=NAME)")
+	cmd.Flags().StringSliceVar(&s.States, "state", s.States, "Only these states: created, starting, running, paused, stopping, exited, failed, deleted")
+	cmd.Flags().StringVar(&s.Kind, "kind", s.Kind, "Only this kind: deployment (a service) or job (a task)")
+}
+
+// validate checks the selection without I/O.
+func (s *Selection) validate() error {
+	for _, st := range s.States {
+		if !slices.Contains(allStates, store.State(st)) {
+			return usageErrorf("--state %q is not a state (use created, starting, running, paused, stopping, exited, failed or deleted)", st)
+		}
+	}
+	if s.Kind != "" {
+		k := kindFlag(s.Kind)
+		if !runtimeid.IsKind(k) {
+			return usageErrorf("--kind %q: use deployment (service) or job (task)", s.Kind)
+		}
+	}
+	if s.Selector != "" {
+		sel, err := labels.Parse(s.Selector)
+		if err != nil {
+			return usageErrorf("-l %q is not a label selector: %v", s.Selector, err)
+		}
+		s.selector = sel
+	}
+	return nil
+}
+
+// kindFlag maps --kind, with docker's words service and task, to a kind.
+func kindFlag(k string) string {
+	switch strings.ToLower(k) {
+	case "service", "services", "svc":
+		return runtimeid.KindDeployment
+	case "task", "tasks":
+		return runtimeid.KindJob
+	}
+	return normalizeKind(k)
+}
+
+// query turns the selection into a store query: all (or only the
+// non-terminal records) when no state is given.
+func (f *Factory) query(s *Selection, all, needSpec bool) (store.Query, error) {
+	q := store.Query{Filter: store.Filter{All: all, Runtime: f.RuntimeFlag, NoSpec: !needSpec}}
+	if s.Kind != "" {
+		q.Kind = kindFlag(s.Kind)
+	}
+	for _, st := range s.States {
+		q.States = append(q.States, store.State(st))
+	}
+	if !s.AllNamespaces && f.ConfigFlags.Namespace != nil {
+		q.Namespace = *f.ConfigFlags.Namespace
+	}
+	if f.ConfigFlags.Context != nil && *f.ConfigFlags.Context != "" {
+		// The records made on the cluster that context points at now.
+		id, err := f.ClusterID("")
+		if err != nil {
+			return q, usageErrorf("--context %q: %v", *f.ConfigFlags.Context, err)
+		}
+		q.Cluster = id
+	}
+	if s.selector != nil && !s.selector.Empty() {
+		q.NoSpec = false
+		sel := s.selector
+		q.Match = func(w store.Workload) bool { return sel.Matches(labels.Set(workloadLabels(w))) }
+	}
+	return q, nil
+}
+
+// workloadLabels are the labels of a record's objects.
+func workloadLabels(w store.Workload) map[string]string {
+	sp := w.Spec
+	if sp.Name == "" {
+		sp.Name = w.Name
+	}
+	return runtime.Labels(sp)
+}

@@ -160,6 +160,7 @@ Exit codes: 0 success; 1 an API or runtime error (or a wait that timed out or fa
 		NewCmdInspect(f, streams),
 		NewCmdPs(f, streams),
 		NewCmdEvents(f, streams),
+		NewCmdPrune(f, streams),
 		NewCmdMonitor(f, streams),
 		NewCmdWait(f, streams),
 		NewCmdRecover(f, streams),
