@@ -25,6 +25,7 @@
 #                            (and GOBRAVE_AUDIT_LOG with --audit-log)
 #   audit-policy.yaml        with --audit-log: the audit policy
 #   kwok.yaml                KwokctlConfiguration, the stages from hack/kwok/, ClusterLogs, ClusterExec
+#                            (Logs, PortForward and ClusterPortForward are CRDs: tests create them)
 #   logs/pod.log             the log every pod's containers show (CRI format, see docs/testing.md)
 #   exec/                    the folder `kubectl exec` commands run in, on this host
 #   clusters/NAME/           kwokctl's files: kubeconfig.yaml, logs/ of every component, pids/
@@ -144,8 +145,15 @@ options:
   disableQPSLimits: $qps
   # Logs objects (one per pod, namespaced, named after the pod) are read from the API server, so a
   # test can give one pod a log file of its own; other pods use the ClusterLogs below.
+  # PortForward (one per pod, namespaced, named after the pod) and ClusterPortForward objects
+  # too: a test starts a loopback listener and creates a ClusterPortForward whose selector names
+  # its namespace, so that every pod there (a replacement pod included) forwards to it, or a
+  # PortForward for one pod, which takes precedence (kubectl port-forward and gobrave
+  # port-forward then carry real bytes).
   enableCRDs:
   - Logs
+  - PortForward
+  - ClusterPortForward
 EOF
   if $audit; then
     # kwokctl passes --audit-policy-file and --audit-log-path (clusters/NAME/logs/audit.log).

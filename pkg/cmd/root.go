@@ -157,6 +157,7 @@ Exit codes: 0 success; 1 an API or runtime error (or a wait that timed out or fa
 		NewCmdLifecycle(f, streams, verbDelete),
 		NewCmdLogs(f, streams),
 		NewCmdExec(f, streams),
+		NewCmdPortForward(f, streams),
 		NewCmdInspect(f, streams),
 		NewCmdPs(f, streams),
 		NewCmdEvents(f, streams),

@@ -186,6 +186,11 @@ func (r *Runtime) Logs(ctx context.Context, id runtimeid.ID, uid string, o LogOp
 	if err != nil {
 		return err
 	}
+	return r.streamPod(ctx, id, pod, o, w)
+}
+
+// podLogOptions are the PodLogOptions of o for the first container of pod.
+func (o LogOptions) podLogOptions(id runtimeid.ID, pod *corev1.Pod) *corev1.PodLogOptions {
 	opts := &corev1.PodLogOptions{
 		Container:  id.Name,
 		Follow:     o.Follow,
@@ -205,15 +210,7 @@ func (r *Runtime) Logs(ctx context.Context, id runtimeid.ID, uid string, o LogOp
 		}
 		opts.SinceSeconds = &secs
 	}
-	stream, err := r.Client.CoreV1().Pods(id.Namespace).GetLogs(pod.Name, opts).Stream(ctx)
-	if err != nil {
-		return fmt.Errorf("logs of %s (pod %s): %w", id, pod.Name, err)
-	}
-	defer stream.Close()
-	if _, err := io.Copy(w, stream); err != nil && ctx.Err() == nil {
-		return fmt.Errorf("logs of %s (pod %s): %w", id, pod.Name, err)
-	}
-	return nil
+	return opts
 }
 
 // Info is what Inspect finds in the cluster about a workload.
