@@ -24,6 +24,24 @@ dur() {
   if [ "$s" -ge 60 ]; then printf '%dm%02ds' $((s / 60)) $((s % 60)); else printf '%ds' "$s"; fi
 }
 
+# go prints "go: downloading MODULE VERSION" per module fetched; condense those to a line every
+# 10 s (true progress without a screenful of names) and pass anything else (errors) through.
+downloads() {
+  local n=0 last=$SECONDS line
+  while IFS= read -r line; do
+    if [[ $line == 'go: downloading '* ]]; then
+      n=$((n + 1))
+      if [ $((SECONDS - last)) -ge 10 ]; then
+        last=$SECONDS
+        log "$1: $n modules downloaded so far (${line#go: downloading })"
+      fi
+    else
+      echo "$line" >&2
+    fi
+  done
+  [ "$n" -eq 0 ] || log "$1: $n modules downloaded"
+}
+
 # What is not built yet? Asked offline and without building anything.
 cpdir=$(hack/testbin.sh --check) && cold_cp=false || cold_cp=true
 cold_mods=false
@@ -55,9 +73,9 @@ fi
 start=$SECONDS
 times=()
 if $cold_mods; then
-  log "plugin: downloading its Go modules (go list -deps: those its build needs)"
+  log "plugin: downloading the Go modules its build needs"
   t0=$SECONDS
-  go list -deps ./cmd/kubectl-gobrave >/dev/null
+  go list -deps ./cmd/kubectl-gobrave 2>&1 >/dev/null | downloads "plugin"
   times+=("plugin modules $(dur $((SECONDS - t0)))")
   log "plugin: modules downloaded in $(dur $((SECONDS - t0)))"
 fi

@@ -50,6 +50,23 @@ dur() {
   elif [ "$s" -ge 60 ]; then printf '%dm%02ds' $((s / 60)) $((s % 60))
   else printf '%ds' "$s"; fi
 }
+# go prints "go: downloading MODULE VERSION" per module fetched; condense those to a line every
+# 10 s (true progress without a screenful of names) and pass anything else (errors) through.
+downloads() {
+  local n=0 last=$SECONDS line
+  while IFS= read -r line; do
+    if [[ $line == 'go: downloading '* ]]; then
+      n=$((n + 1))
+      if [ $((SECONDS - last)) -ge 10 ]; then
+        last=$SECONDS
+        log "$1: $n modules downloaded so far (${line#go: downloading })"
+      fi
+    else
+      echo "$line" >&2
+    fi
+  done
+  [ "$n" -eq 0 ] || log "$1: $n modules downloaded"
+}
 pkgof() {
   case $1 in
     etcd) echo go.etcd.io/etcd/server/v3 ;;
@@ -83,7 +100,7 @@ for m in $(awk '$2=="=>" && $3 ~ /^\.\/staging\// {print $1}' "$gomod"); do
     go mod edit -replace "$m=$m@$STAGING_VERSION"
   fi
 done
-list=$(go list "${flags[@]}" -deps -f '{{.Stale}} {{with .Module}}{{.Path}}{{end}}' "${pkgs[@]}")
+list=$({ go list "${flags[@]}" -deps -f '{{.Stale}} {{with .Module}}{{.Path}}{{end}}' "${pkgs[@]}" 2>&1 1>&3 | downloads modules; } 3>&1)
 total=$(grep -c '^true' <<<"$list" || true)
 modules=$(awk '$2 != "" {print $2}' <<<"$list" | sort -u | wc -l)
 took=$((SECONDS - start))
