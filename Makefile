@@ -60,8 +60,8 @@ bench: build testbin ## Store benchmarks, then the scale run on kwok clusters (B
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/store/ ./pkg/monitor/
 	$(GO) run ./hack/bench -n $(BENCH_N) -plugin $(BIN) -store-bench=false -out $(BENCH_OUT) $(BENCH_FLAGS)
 
-demo: build testbin ## A real lifecycle on a local kwok cluster, printed step by step
-	hack/demo.sh
+demo: ## A real lifecycle on a local kwok cluster, printed step by step (builds the plugin and the control plane first if needed)
+	MAKE=$(MAKE) hack/demo.sh
 
 cluster-up: testbin ## Start a local kwok cluster and print its kubeconfig
 	hack/cluster-up.sh
