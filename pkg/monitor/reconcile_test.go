@@ -99,4 +99,3 @@ func TestReconcile(t *testing.T) {
 		t.Errorf("requests (-want +got):\n%s", d)
 	}
 }
-
