@@ -40,7 +40,7 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 	if f == nil {
 		opts := []informers.SharedInformerOption{
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = WorkloadLabel }),
-			informers.WithTransform(slim),
+			informers.WithTransform(compact),
 		}
 		if fns != "" {
 			opts = append(opts, informers.WithNamespace(fns))

@@ -740,7 +740,7 @@ func TestConstantAPIRequests(t *testing.T) {
 	}
 }
 
-func TestCacheHoldsSlimObjects(t *testing.T) {
+func TestCacheHoldsObservations(t *testing.T) {
 	st := newStore(t)
 	id := jobID("ns", "task")
 	record(t, st, id, "u1", store.StateRunning)
@@ -762,9 +762,15 @@ func TestCacheHoldsSlimObjects(t *testing.T) {
 	if len(items) != 1 {
 		t.Fatalf("%d cached objects, want 1", len(items))
 	}
-	cached := items[0].(*batchv1.Job)
-	if len(cached.ManagedFields) > 0 || len(cached.Annotations) > 0 || len(cached.Spec.Template.Spec.Containers) > 0 {
-		t.Errorf("cached job is not slim: %+v", cached)
+	// What the mapping needs, not the object: its identity and observation.
+	cached, ok := items[0].(*compacted)
+	if !ok {
+		t.Fatalf("cached %T, want the compacted observation", items[0])
+	}
+	want := compacted{ObjectMeta: metav1.ObjectMeta{Name: "task", Namespace: "ns", UID: "u1", ResourceVersion: cached.ResourceVersion},
+		obs: Observation{Type: store.ContainerStarted, UID: "u1"}, ok: true}
+	if diff := cmp.Diff(want, *cached, cmp.AllowUnexported(compacted{})); diff != "" {
+		t.Errorf("cached job (-want +got):\n%s", diff)
 	}
 }
 
