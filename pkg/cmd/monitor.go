@@ -3,15 +3,20 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/metadata"
 
+	"github.com/gobrave/kubectl-gobrave/pkg/lifecycle"
 	"github.com/gobrave/kubectl-gobrave/pkg/monitor"
 	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
@@ -312,23 +317,27 @@ func (o *RecoverOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	healed, err := e.RecoverAll(ctx)
+	healed, err := recoverRecords(ctx, e, st)
 	for _, ev := range healed {
 		p.print(ev)
 	}
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
-	ws, err := st.List(ctx, store.Filter{NoSpec: true}) // the monitors need IDs and states only
+	scopes, err := st.LiveScopes(ctx)
 	if err != nil {
 		return err
+	}
+	n := 0
+	for _, sc := range scopes {
+		n += sc.Count
 	}
 	var sum monitor.Summary
 	bar := newProgress(o.ErrOut)
 	if o.Once {
-		bar.update("reconciling %d IDs with the cluster", len(ws))
+		bar.update("reconciling %d IDs with the cluster", n)
 	} else if bar.on {
-		fmt.Fprintf(o.ErrOut, "monitoring %d IDs; press Ctrl-C to stop\n", len(ws))
+		fmt.Fprintf(o.ErrOut, "monitoring %d IDs; press Ctrl-C to stop\n", n)
 	}
 	switch {
 	case !o.Once:
@@ -337,8 +346,8 @@ func (o *RecoverOptions) Run(ctx context.Context) error {
 		if err != nil && ctx.Err() == nil {
 			return err
 		}
-	case len(ws) > 0:
-		sum, err = o.f.runMonitors(ctx, st, ws, monitor.Options{Once: true, OnEvent: p.print})
+	case n > 0:
+		sum, err = o.f.reconcileAll(ctx, st, scopes, p.print)
 		if err != nil && ctx.Err() == nil {
 			return err
 		}
@@ -350,4 +359,96 @@ func (o *RecoverOptions) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(o.Out, "reattached %d, changed %d, now terminal %d\n", s.Reattached, s.Changed, s.Terminal)
 	return nil
+}
+
+// recoverRecords is lifecycle.Engine.RecoverAll over the records read page
+// by page (store.ScanLive), so that recover holds one page of records, not
+// all of them: Recover returns at once for a record no dead process can
+// have left wrong.
+func recoverRecords(ctx context.Context, e *lifecycle.Engine, st *store.Store) ([]store.Event, error) {
+	var (
+		evs  []store.Event
+		errs []error
+	)
+	heal := func(w store.Workload) {
+		ev, ok, err := e.Recover(ctx, w)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case ok:
+			evs = append(evs, ev)
+		}
+	}
+	err := st.ScanLive(ctx, store.ScanFilter{}, 500, func(page []store.LiveRecord) error {
+		for _, w := range page {
+			heal(w.Workload)
+		}
+		return nil
+	})
+	if err != nil {
+		return evs, err
+	}
+	deleted, err := st.UnconfirmedDeletes(ctx)
+	if err != nil {
+		return evs, err
+	}
+	for _, w := range deleted {
+		heal(w)
+	}
+	return evs, errors.Join(errs...)
+}
+
+// reconcileAll is recover --once: one monitor.Reconcile per kubeconfig
+// context over the non-terminal records of its runtimes (scopes, from
+// store.LiveScopes), which it reads page by page.
+func (f *Factory) reconcileAll(ctx context.Context, st *store.Store, scopes []store.Scope, onEvent func(store.Event)) (monitor.Summary, error) {
+	tuneGCForMonitoring()
+	byCtx := map[string][]string{}
+	for _, sc := range scopes {
+		c, err := f.ContextFor(sc.Runtime)
+		if err != nil {
+			return monitor.Summary{}, err
+		}
+		if !slices.Contains(byCtx[c], sc.Runtime) {
+			byCtx[c] = append(byCtx[c], sc.Runtime)
+		}
+	}
+	own := owner()
+	var total monitor.Summary
+	for _, c := range slices.Sorted(maps.Keys(byCtx)) {
+		rts := byCtx[c]
+		client, err := f.Client(rts[0])
+		if err != nil {
+			return total, err
+		}
+		cur, err := f.ClusterID(rts[0])
+		if err != nil {
+			return total, err
+		}
+		var md metadata.Interface
+		if f.NewClient == nil {
+			rc, err := f.RESTConfig(c)
+			if err != nil {
+				return total, err
+			}
+			if md, err = metadata.NewForConfig(rc); err != nil {
+				return total, fmt.Errorf("build metadata client for context %q: %w", c, err)
+			}
+		}
+		o := own
+		o.ID = own.ID + "/" + c
+		sum, err := monitor.Reconcile(ctx, client, st, monitor.ReconcileOptions{
+			Owner: o, SyncTimeout: f.requestTimeout(), Runtimes: rts, Cluster: cur, Metadata: md, OnEvent: onEvent,
+			OnSkip: func(id, rec string) {
+				fmt.Fprintf(f.warnings(), "warning: %s was made on %s, its runtime now points at %s: not monitored (switch back with --context)\n", id, rec, cur)
+			},
+		})
+		total.Reattached += sum.Reattached
+		total.Changed += sum.Changed
+		total.Terminal += sum.Terminal
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }

@@ -373,9 +373,14 @@ func (f *Factory) runMonitorsDiscovering(ctx context.Context, st *store.Store, o
 		}
 	}
 	set := f.newMonitorSet(ctx, st, opts)
-	if err := set.add(live); err != nil {
+	// The records are not kept while following (the monitors keep what
+	// they need of each ID): at 100,000 they would be tens of MiB.
+	n := len(live)
+	err = set.add(live)
+	ws, live = nil, nil
+	if err != nil {
 		set.stop()
-		return monitor.Summary{}, len(live), err
+		return monitor.Summary{}, n, err
 	}
 	var discovered sync.WaitGroup
 	discovered.Go(func() {
@@ -427,7 +432,7 @@ func (f *Factory) runMonitorsDiscovering(ctx context.Context, st *store.Store, o
 	<-set.ctx.Done()
 	sum, err := set.wait()
 	discovered.Wait()
-	return sum, len(live), err
+	return sum, n, err
 }
 
 // waitFor blocks until every workload meets cond, one of them cannot any

@@ -7,26 +7,26 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
 
-// failureTimeout bounds the one pod list made when a job fails.
-const failureTimeout = 5 * time.Second
+// podSyncWait bounds how long the writer waits, once per batch, for a pod
+// informer that has not synced yet before recording a job failure without
+// its exit code.
+const podSyncWait = 2 * time.Second
 
 // enrichFailures adds the container's exit code to each job failure: as a
 // number (the result's exitCode) and in the message ("exit code N (Reason):
 // …"), since the Job's condition says only that the backoff limit was
 // reached, while users ask "what did my container exit with". It reads the
-// pod cache (pods.go) and, when the cache has no terminated container of
-// the job, makes one pod list per failed job (never per ID in the steady
-// state), in the writer, not in the informer handlers. Transient errors are
-// retried (as for the confirming GET); a lookup that still fails keeps the
-// condition's message.
+// pod informer's cache only (pods.go): no request, whatever the number of
+// failed jobs. A failure whose pods are not in the cache (gone with the
+// job's TTL, or pods not readable) keeps the condition's message.
 func (m *Monitor) enrichFailures(ctx context.Context, items []item) {
+	waited := false
 	for i := range items {
 		it := &items[i]
 		if it.obs.Type != store.ContainerFailed || len(it.ids) == 0 {
@@ -36,10 +36,11 @@ func (m *Monitor) enrichFailures(ctx context.Context, items []item) {
 		if err != nil || id.Kind != runtimeid.KindJob {
 			continue
 		}
-		t := m.cachedTermination(id, it.obs.UID)
-		if t == nil {
-			t = m.listedTermination(ctx, id, it.obs.UID)
+		if !waited {
+			waited = true
+			m.waitPodCache(ctx, id.Namespace)
 		}
+		t := m.cachedTermination(id, it.obs.UID)
 		if t == nil {
 			continue
 		}
@@ -47,6 +48,24 @@ func (m *Monitor) enrichFailures(ctx context.Context, items []item) {
 		it.obs.ExitCode = &code
 		it.obs.Message = exitDetail(t) + ": " + it.obs.Message
 	}
+}
+
+// waitPodCache waits, at most podSyncWait, for the pod informer serving ns
+// to sync.
+func (m *Monitor) waitPodCache(ctx context.Context, ns string) {
+	m.mu.Lock()
+	pc := m.podCacheLocked(ns)
+	var synced func() bool
+	if pc != nil && !pc.off {
+		synced = pc.podsSynced
+	}
+	m.mu.Unlock()
+	if synced == nil || synced() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, podSyncWait)
+	defer cancel()
+	_ = wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) { return synced(), nil })
 }
 
 // cachedTermination is the newest failed termination among the cached pods
@@ -66,26 +85,6 @@ func (m *Monitor) cachedTermination(id runtimeid.ID, uid string) *corev1.Contain
 		list[i] = *p
 	}
 	return lastFailure(list)
-}
-
-// listedTermination lists the job's pods for the newest failed termination.
-func (m *Monitor) listedTermination(ctx context.Context, id runtimeid.ID, uid string) *corev1.ContainerStateTerminated {
-	ctx, cancel := context.WithTimeout(ctx, failureTimeout)
-	defer cancel()
-	selector := WorkloadLabel + "=" + id.Name
-	if uid != "" {
-		selector = "batch.kubernetes.io/controller-uid=" + uid
-	}
-	var pods *corev1.PodList
-	err := retry.OnError(m.getBackoff, func(err error) bool { return ctx.Err() == nil && transient(err) }, func() error {
-		var err error
-		pods, err = m.client.CoreV1().Pods(id.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
-		return err
-	})
-	if err != nil {
-		return nil
-	}
-	return lastFailure(pods.Items)
 }
 
 // exitDetailOf is "exit code N (Reason) message" of the newest terminated

@@ -1,21 +1,19 @@
 package monitor
 
 import (
-	"errors"
-	"strings"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
 
@@ -48,50 +46,43 @@ func TestExitDetailOf(t *testing.T) {
 	}
 }
 
-// TestExitDetailRetriesTransientErrors: the pod list behind a failure's exit code meets a 500 and
-// a 429 first; the message still carries the exit code, and the failure is recorded once.
-func TestExitDetailRetriesTransientErrors(t *testing.T) {
+// TestFailureExitCodesInBulk: jobs found failed at the snapshot get their
+// exit code from the pod informer's cache, with no request per failed job;
+// one whose pods are gone (cleaned with it) keeps the condition's message.
+func TestFailureExitCodesInBulk(t *testing.T) {
 	st := newStore(t)
-	id := jobID("ns", "task")
-	record(t, st, id, "u1", store.StateRunning)
-	pod := terminatedPod(3, "Error", "", time.Now())
-	pod.ObjectMeta = metav1.ObjectMeta{Name: "task-abc", Namespace: "ns",
-		Labels: map[string]string{"batch.kubernetes.io/controller-uid": "u1", WorkloadLabel: "task"}}
 	failed := batchv1.JobStatus{Failed: 1, Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue,
 		Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"}}}
-	client := fake.NewClientset(job("ns", "task", "u1", failed), &pod)
-	calls := 0
-	client.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if !strings.Contains(a.(k8stesting.ListAction).GetListRestrictions().Labels.String(), "controller-uid") {
-			return false, nil, nil // the pod informer's list: the pod has no owner, its cache cannot tell
+	var objs []runtime.Object
+	var ids []runtimeid.ID
+	for i := range 3 {
+		name, uid := fmt.Sprintf("task-%d", i), fmt.Sprintf("u%d", i)
+		id := jobID("ns", name)
+		ids = append(ids, id)
+		record(t, st, id, uid, store.StateRunning)
+		objs = append(objs, job("ns", name, uid, failed))
+		if i < 2 {
+			objs = append(objs, ownedPod("ns", name+"-abc", name, metav1.OwnerReference{Kind: "Job", Name: name, UID: types.UID(uid)}, 0,
+				corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{
+					Terminated: &corev1.ContainerStateTerminated{ExitCode: int32(10 + i), Reason: "Error"}}}}}))
 		}
-		calls++
-		switch calls {
-		case 1:
-			return true, nil, apierrors.NewInternalError(errors.New("etcd leader changed"))
-		case 2:
-			return true, nil, apierrors.NewTooManyRequests("slow down", 0)
-		}
-		return false, nil, nil
-	})
-	m := New(client, st, Options{Owner: owner("a")})
-	m.getBackoff = wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 5}
-	m.Add(id)
+	}
+	client := fake.NewClientset(objs...)
+	m := New(client, st, Options{Owner: owner("a"), Once: true})
+	m.Add(ids...)
 	if r := await(t, start(t.Context(), m)); r.err != nil {
 		t.Fatal(r.err)
 	}
-	want := []string{"Created  u1", "ContainerFailed exit code 3 (Error): BackoffLimitExceeded: Job has reached the specified backoff limit u1"}
-	if diff := cmp.Diff(want, history(t, st, id)); diff != "" {
-		t.Errorf("history (-want +got):\n%s", diff)
+	for i, id := range ids {
+		want := fmt.Sprintf("ContainerFailed exit code %d (Error): BackoffLimitExceeded: Job has reached the specified backoff limit u%d", 10+i, i)
+		if i == 2 {
+			want = "ContainerFailed BackoffLimitExceeded: Job has reached the specified backoff limit u2"
+		}
+		if diff := cmp.Diff([]string{fmt.Sprintf("Created  u%d", i), want}, history(t, st, id)); diff != "" {
+			t.Errorf("%s history (-want +got):\n%s", id, diff)
+		}
 	}
-	w, err := st.Get(t.Context(), id.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w.ExitCode == nil || *w.ExitCode != 3 || w.Reason != "BackoffLimitExceeded" {
-		t.Errorf("record exit code %v reason %q, want 3 and BackoffLimitExceeded", w.ExitCode, w.Reason)
-	}
-	if calls != 3 {
-		t.Errorf("%d pod lists, want 3", calls)
+	if diff := cmp.Diff(map[string]int{"list jobs": 1, "watch jobs": 1, "list pods": 1, "watch pods": 1}, count(client)); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 }

@@ -40,7 +40,7 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 	if f == nil {
 		opts := []informers.SharedInformerOption{
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = WorkloadLabel }),
-			informers.WithTransform(slim),
+			informers.WithTransform(compact),
 		}
 		if fns != "" {
 			opts = append(opts, informers.WithNamespace(fns))
@@ -313,7 +313,8 @@ func (m *Monitor) snapshotAll(ctx context.Context, inf *informer) {
 
 // snapshot checks sub's object in the synced cache, so that what happened
 // before the subscription is not missed. An object missing from the cache is
-// confirmed with one GET in the background.
+// confirmed by the next list of its namespace (confirmMissing), shared by
+// every object missing there.
 func (m *Monitor) snapshot(ctx context.Context, inf *informer, sub *subscription) {
 	obj, exists, err := inf.inf.GetIndexer().GetByKey(sub.id.Namespace + "/" + sub.id.Name)
 	now := time.Now()
@@ -329,22 +330,60 @@ func (m *Monitor) snapshot(ctx context.Context, inf *informer, sub *subscription
 		m.enqueue(items...)
 		return
 	}
-	uid := sub.uid
-	m.inflight++
+	m.missLocked(sub)
 	m.mu.Unlock()
-
-	m.bg.Add(1)
-	go m.confirmGone(ctx, sub, uid)
+	signal(m.wake)
 }
 
-// confirmGone GETs an object missing from the cache (its label may have been
-// removed): NotFound records ContainerDeleted, a found object is observed,
-// transient errors are retried and any other outcome records nothing.
-func (m *Monitor) confirmGone(ctx context.Context, sub *subscription, uid string) {
+// missing is a subscription whose object the label-filtered cache does not
+// hold, with its UID then.
+type missing struct {
+	sub *subscription
+	uid string
+}
+
+// missLocked queues sub for confirmMissing.
+func (m *Monitor) missLocked(sub *subscription) {
+	m.inflight++
+	m.missing = append(m.missing, missing{sub: sub, uid: sub.uid})
+}
+
+// confirmMissing lists, in the background, the namespaces of the queued
+// subscriptions whose objects the informers do not hold: one paginated
+// list per namespace and kind (no label selector: an object whose
+// gobrave-workload label was removed is found), whatever the number of
+// objects missing there. Called by the control loop only.
+func (m *Monitor) confirmMissing(ctx context.Context) {
+	m.mu.Lock()
+	queued := m.missing
+	m.missing = nil
+	m.mu.Unlock()
+	groups := map[string][]missing{}
+	var keys []string
+	for _, ms := range queued {
+		k := ms.sub.id.Kind + "|" + ms.sub.id.Namespace
+		if groups[k] == nil {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], ms)
+	}
+	for _, k := range keys {
+		g := groups[k]
+		m.bg.Add(1)
+		go m.confirm(ctx, g[0].sub.id.Kind, g[0].sub.id.Namespace, g)
+	}
+}
+
+// confirm lists kind in ns once and settles each of group: an object not
+// there records ContainerDeleted, one found is observed (its label was
+// removed: it is checked again at each heartbeat; another UID than the
+// recorded one is that object gone). Transient errors are retried; any
+// other outcome records nothing.
+func (m *Monitor) confirm(ctx context.Context, kind, ns string, group []missing) {
 	defer m.bg.Done()
 	defer func() {
 		m.mu.Lock()
-		m.inflight--
+		m.inflight -= len(group)
 		m.mu.Unlock()
 		signal(m.wake)
 	}()
@@ -354,61 +393,68 @@ func (m *Monitor) confirmGone(ctx context.Context, sub *subscription, uid string
 	case <-ctx.Done():
 		return
 	}
-	obj, err := m.get(ctx, sub.id)
+	want := make(map[string]bool, len(group))
+	for _, ms := range group {
+		want[ms.sub.id.Name] = true
+	}
+	var found map[string]any
+	l, err := listerFor(m.client, kind, ns)
+	if err == nil {
+		err = retry.OnError(m.getBackoff, func(err error) bool { return ctx.Err() == nil && transient(err) }, func() error {
+			found = map[string]any{}
+			return paginate(ctx, l.list, metav1.ListOptions{}, func(obj any) error {
+				if o, ok := obj.(metav1.Object); ok && want[o.GetName()] {
+					found[o.GetName()], _ = slim(obj)
+				}
+				return nil
+			})
+		})
+	}
+	if apierrors.IsNotFound(err) {
+		err, found = nil, nil // the namespace is gone
+	}
+	if err != nil {
+		return
+	}
 	now := time.Now()
 	var items []item
 	m.mu.Lock()
-	if m.subs[sub.id.Key()] == sub {
-		switch {
-		case err == nil:
+	for _, ms := range group {
+		sub := ms.sub
+		if m.subs[sub.id.Key()] != sub {
+			continue
+		}
+		if obj, ok := found[sub.id.Name]; ok {
 			sub.outside = true
-			slimmed, _ := slim(obj)
-			items = m.observeLocked(sub, slimmed, false, now)
-		case apierrors.IsNotFound(err) && sub.uid == uid:
+			items = append(items, m.observeLocked(sub, obj, false, now)...)
+			continue
+		}
+		if sub.uid == ms.uid {
 			// Unless the informer saw an object of that name meanwhile.
-			items = m.goneLocked(sub, now)
+			items = append(items, m.goneLocked(sub, now)...)
 		}
 	}
 	m.mu.Unlock()
 	m.enqueue(items...)
 }
 
-// recheckOutside GETs again the objects the informers cannot see (their
-// label was removed), so that their end is not missed. Rare: one GET per
-// such object per heartbeat.
-func (m *Monitor) recheckOutside(ctx context.Context) {
+// recheckOutside lists again the namespaces of the objects the informers
+// cannot see (their label was removed), so that their end is not missed:
+// one list per namespace and kind per heartbeat, and only where there are
+// such objects.
+func (m *Monitor) recheckOutside() {
 	m.mu.Lock()
-	var subs []*subscription
-	var uids []string
+	n := 0
 	for _, s := range m.subs {
 		if s.outside {
-			subs = append(subs, s)
-			uids = append(uids, s.uid)
+			m.missLocked(s)
+			n++
 		}
 	}
-	m.inflight += len(subs)
 	m.mu.Unlock()
-	for i, s := range subs {
-		m.bg.Add(1)
-		go m.confirmGone(ctx, s, uids[i])
+	if n > 0 {
+		signal(m.wake)
 	}
-}
-
-// get reads the workload of id from the API server, retrying transient errors.
-func (m *Monitor) get(ctx context.Context, id runtimeid.ID) (any, error) {
-	var obj any
-	k, err := runtime.KindOf(id.Kind)
-	if err != nil {
-		return nil, err
-	}
-	err = retry.OnError(m.getBackoff, func(err error) bool { return ctx.Err() == nil && transient(err) }, func() error {
-		o, err := k.Get(ctx, m.client, id.Namespace, id.Name)
-		if err == nil {
-			obj = o
-		}
-		return err
-	})
-	return obj, err
 }
 
 // transient reports whether err from the API server is worth retrying:

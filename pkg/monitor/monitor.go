@@ -43,7 +43,7 @@ const (
 	// leased by another process, and the requests recorded for IDs this
 	// Monitor holds.
 	pollInterval = 500 * time.Millisecond
-	// maxConfirm bounds the concurrent GETs confirming missing objects.
+	// maxConfirm bounds the concurrent lists confirming missing objects.
 	maxConfirm = 8
 )
 
@@ -93,7 +93,7 @@ type Monitor struct {
 
 	// tunables, replaced in tests
 	pollEvery  time.Duration
-	getBackoff wait.Backoff // retries of a confirming GET
+	getBackoff wait.Backoff // retries of a confirming list
 
 	mu         sync.Mutex
 	marked     map[string]runtimeid.ID // every ID added and not finished, by runtime ID
@@ -109,7 +109,8 @@ type Monitor struct {
 	reattached int
 	lastSeq    int64                // events up to here were polled
 	seqSet     bool                 // lastSeq was read: the history is polled (not with Once)
-	inflight   int                  // confirming GETs
+	inflight   int                  // subscriptions being confirmed (confirmMissing)
+	missing    []missing            // missing from the caches, to confirm
 	podCaches  map[string]*podCache // by informer scope, "" cluster-wide
 	started    bool                 // Run was called
 
@@ -139,8 +140,9 @@ type subscription struct {
 	last        Observation // last enqueued, to skip repeats
 	podLast     Observation // last pod status enqueued (ContainerWaiting), to skip repeats
 	snapshotted bool
-	// outside: found by GET but not by the label-filtered informer (its
-	// gobrave-workload label was removed); checked again at each heartbeat.
+	// outside: found by a confirming list but not by the label-filtered
+	// informer (its gobrave-workload label was removed); listed again at
+	// each heartbeat.
 	outside bool
 }
 
@@ -277,6 +279,7 @@ func (m *Monitor) control(ctx context.Context, heartbeat <-chan time.Time, write
 		if err := m.register(ctx); err != nil {
 			return false, err
 		}
+		m.confirmMissing(ctx)
 		if m.finished() {
 			return false, nil
 		}
@@ -492,7 +495,7 @@ func (m *Monitor) heartbeat(ctx context.Context) error {
 			return fmt.Errorf("monitor: %w", err)
 		}
 	}
-	m.recheckOutside(ctx)
+	m.recheckOutside()
 	if len(others) == 0 {
 		return nil
 	}

@@ -362,13 +362,19 @@ func TestDeleteMonitoredObject(t *testing.T) {
 }
 
 func TestMissingFromCache(t *testing.T) {
-	t.Run("deleted before Run: one GET confirms", func(t *testing.T) {
+	t.Run("deleted before Run: one list of the namespace confirms them all", func(t *testing.T) {
 		st := newStore(t)
 		id := jobID("ns", "gone")
 		record(t, st, id, "u1", store.StateRunning)
+		var more []runtimeid.ID
+		for i := range 20 {
+			more = append(more, jobID("ns", fmt.Sprintf("gone-%d", i)))
+			record(t, st, more[i], fmt.Sprintf("g%d", i), store.StateRunning)
+		}
 		client := fake.NewClientset()
 		m := New(client, st, Options{Owner: owner("a")})
 		m.Add(id)
+		m.Add(more...)
 		r := await(t, start(t.Context(), m))
 		if r.err != nil {
 			t.Fatal(r.err)
@@ -379,11 +385,17 @@ func TestMissingFromCache(t *testing.T) {
 		if diff := cmp.Diff([]string{"Created  u1", "ContainerDeleted  u1"}, history(t, st, id)); diff != "" {
 			t.Errorf("history (-want +got):\n%s", diff)
 		}
-		if n := count(client)["get jobs"]; n != 1 {
-			t.Errorf("%d GETs of jobs, want 1", n)
+		for _, id := range more {
+			if s := state(t, st, id); s != store.StateDeleted {
+				t.Errorf("%s: state = %s, want deleted", id, s)
+			}
+		}
+		// The informer's list and one confirming list, for 21 IDs.
+		if n := count(client); n["list jobs"] != 2 || n["get jobs"] != 0 {
+			t.Errorf("%d lists and %d GETs of jobs, want 2 lists (the informer's, one confirming) and no GET", n["list jobs"], n["get jobs"])
 		}
 	})
-	t.Run("label removed: the GET finds it, heartbeats follow it", func(t *testing.T) {
+	t.Run("label removed: the list finds it, heartbeats follow it", func(t *testing.T) {
 		st := newStore(t)
 		id := jobID("ns", "unlabelled")
 		record(t, st, id, "", store.StateStarting)
@@ -412,15 +424,18 @@ func TestMissingFromCache(t *testing.T) {
 	})
 }
 
-func TestTransientGetErrors(t *testing.T) {
+func TestTransientListErrors(t *testing.T) {
 	t.Run("retried until NotFound", func(t *testing.T) {
 		st := newStore(t)
 		id := jobID("ns", "gone")
 		record(t, st, id, "u1", store.StateRunning)
 		client := fake.NewClientset()
 		calls := 0
-		client.PrependReactor("get", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
-			calls++ // one GET at a time
+		client.PrependReactor("list", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if !a.(k8stesting.ListAction).GetListRestrictions().Labels.Empty() {
+				return false, nil, nil // the informer's
+			}
+			calls++ // one list at a time
 			switch calls {
 			case 1:
 				return true, nil, apierrors.NewInternalError(errors.New("etcd leader changed"))
@@ -439,8 +454,8 @@ func TestTransientGetErrors(t *testing.T) {
 		if diff := cmp.Diff([]string{"Created  u1", "ContainerDeleted  u1"}, history(t, st, id)); diff != "" {
 			t.Errorf("history (-want +got):\n%s", diff)
 		}
-		if n := count(client)["get jobs"]; n != 3 {
-			t.Errorf("%d GETs of jobs, want 3", n)
+		if calls != 3 {
+			t.Errorf("%d confirming lists of jobs, want 3", calls)
 		}
 	})
 	t.Run("still failing: nothing recorded", func(t *testing.T) {
@@ -448,7 +463,12 @@ func TestTransientGetErrors(t *testing.T) {
 		id := jobID("ns", "unknown")
 		record(t, st, id, "u1", store.StateRunning)
 		client := fake.NewClientset()
-		client.PrependReactor("get", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
+		calls := 0
+		client.PrependReactor("list", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if !a.(k8stesting.ListAction).GetListRestrictions().Labels.Empty() {
+				return false, nil, nil // the informer's
+			}
+			calls++
 			return true, nil, apierrors.NewServiceUnavailable("apiserver is restarting")
 		})
 		m := New(client, st, Options{Owner: owner("a"), Once: true})
@@ -464,8 +484,8 @@ func TestTransientGetErrors(t *testing.T) {
 		if diff := cmp.Diff([]string{"Created  u1"}, history(t, st, id)); diff != "" {
 			t.Errorf("history (-want +got):\n%s", diff)
 		}
-		if n := count(client)["get jobs"]; n != 3 {
-			t.Errorf("%d GETs of jobs, want 3", n)
+		if calls != 3 {
+			t.Errorf("%d confirming lists of jobs, want 3", calls)
 		}
 	})
 }
@@ -720,7 +740,7 @@ func TestConstantAPIRequests(t *testing.T) {
 	}
 }
 
-func TestCacheHoldsSlimObjects(t *testing.T) {
+func TestCacheHoldsObservations(t *testing.T) {
 	st := newStore(t)
 	id := jobID("ns", "task")
 	record(t, st, id, "u1", store.StateRunning)
@@ -742,9 +762,15 @@ func TestCacheHoldsSlimObjects(t *testing.T) {
 	if len(items) != 1 {
 		t.Fatalf("%d cached objects, want 1", len(items))
 	}
-	cached := items[0].(*batchv1.Job)
-	if len(cached.ManagedFields) > 0 || len(cached.Annotations) > 0 || len(cached.Spec.Template.Spec.Containers) > 0 {
-		t.Errorf("cached job is not slim: %+v", cached)
+	// What the mapping needs, not the object: its identity and observation.
+	cached, ok := items[0].(*compacted)
+	if !ok {
+		t.Fatalf("cached %T, want the compacted observation", items[0])
+	}
+	want := compacted{ObjectMeta: metav1.ObjectMeta{Name: "task", Namespace: "ns", UID: "u1", ResourceVersion: cached.ResourceVersion},
+		obs: Observation{Type: store.ContainerStarted, UID: "u1"}, ok: true}
+	if diff := cmp.Diff(want, *cached, cmp.AllowUnexported(compacted{})); diff != "" {
+		t.Errorf("cached job (-want +got):\n%s", diff)
 	}
 }
 

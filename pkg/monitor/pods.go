@@ -35,6 +35,7 @@ const (
 // Monitor.mu (the indexers themselves are safe for concurrent use).
 type podCache struct {
 	pods, replicaSets cache.Indexer // nil until started
+	podsSynced        func() bool   // the pod informer's HasSynced
 	// off: pods (or ReplicaSets) cannot be listed or watched there (RBAC):
 	// waits then end only with the workload's own status.
 	off bool
@@ -109,7 +110,7 @@ func (m *Monitor) podInformersFor(ctx context.Context, f informers.SharedInforme
 			m.podCaches[fns] = pc
 		}
 		if a == kindPod {
-			pc.pods = si.GetIndexer()
+			pc.pods, pc.podsSynced = si.GetIndexer(), si.HasSynced
 		} else {
 			pc.replicaSets = si.GetIndexer()
 		}

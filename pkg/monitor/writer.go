@@ -76,7 +76,7 @@ func (m *Monitor) record(ctx context.Context, items []item) error {
 	var gone []string
 	if errors.Is(err, store.ErrNotFound) {
 		// A record was removed while monitored: apply one by one and drop it.
-		res, gone, err = m.applyEach(ctx, ts)
+		res, gone, err = applyEach(ctx, m.st, ts)
 	}
 	if err != nil {
 		return fmt.Errorf("monitor: record %d events: %w", len(ts), err)
@@ -116,25 +116,6 @@ func (m *Monitor) record(ctx context.Context, items []item) error {
 		signal(m.wake) // the control loop releases their leases
 	}
 	return nil
-}
-
-// applyEach applies the transitions one at a time, skipping those of runtime
-// IDs no longer in the store (returned in gone).
-func (m *Monitor) applyEach(ctx context.Context, ts []store.Transition) (res []store.Applied, gone []string, err error) {
-	for _, t := range ts {
-		r, err := m.st.ApplyBatch(ctx, []store.Transition{t})
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			if !slices.Contains(gone, t.RuntimeID) {
-				gone = append(gone, t.RuntimeID)
-			}
-		case err != nil:
-			return nil, nil, err
-		default:
-			res = append(res, r...)
-		}
-	}
-	return res, gone, nil
 }
 
 // follow polls the history, one query for every ID of this Monitor, and

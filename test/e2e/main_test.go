@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -45,6 +46,7 @@ type suite struct {
 	testbin    string // control-plane binaries, kubectl among them
 	kubeconfig string // the tests' copy of the cluster's kubeconfig
 	podLog     string // the file the ClusterLogs of every pod points at
+	auditLog   string // the API server's audit log (GOBRAVE_AUDIT_LOG): requests counted server-side
 	pluginErr  error  // why the plugin was not built, with envNoPlugin=1
 
 	client  kubernetes.Interface
@@ -188,6 +190,10 @@ func (s *suite) configure(clusterKubeconfig string) error {
 		return errors.New("cluster.env names no GOBRAVE_TESTBIN")
 	}
 	s.podLog = filepath.Join(s.clusterDir, "logs", "pod.log")
+	s.auditLog = env["GOBRAVE_AUDIT_LOG"]
+	if s.auditLog == "" {
+		return errors.New("cluster.env names no GOBRAVE_AUDIT_LOG: hack/cluster-up.sh ran without --audit-log")
+	}
 
 	// The tests get their own copy, so a test that switches contexts cannot break the cluster-down.
 	data, err := os.ReadFile(clusterKubeconfig)
@@ -289,7 +295,12 @@ func missingTestbin(root string) string {
 func clusterUp(ctx context.Context, root, dir string) (string, error) {
 	// GOBRAVE_CLUSTER_FLAGS: extra flags for hack/cluster-up.sh (make test-faults: more nodes and
 	// no client rate limits in the controllers, so that hundreds of jobs end when they should).
-	cmd := groupCommand(ctx, filepath.Join(root, "hack", "cluster-up.sh"), strings.Fields(os.Getenv("GOBRAVE_CLUSTER_FLAGS"))...)
+	// --audit-log always: the request-count guards read the API server's audit log.
+	flags := strings.Fields(os.Getenv("GOBRAVE_CLUSTER_FLAGS"))
+	if !slices.Contains(flags, "--audit-log") {
+		flags = append(flags, "--audit-log")
+	}
+	cmd := groupCommand(ctx, filepath.Join(root, "hack", "cluster-up.sh"), flags...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOBRAVE_CLUSTER_DIR="+dir)
 	var out bytes.Buffer

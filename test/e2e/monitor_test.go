@@ -32,6 +32,7 @@ import (
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 	"github.com/gobrave/kubectl-gobrave/pkg/spec"
 	"github.com/gobrave/kubectl-gobrave/pkg/store"
+	"github.com/google/go-cmp/cmp"
 )
 
 // monImage is the image of every workload here; kwok never pulls it.
@@ -840,44 +841,155 @@ func TestWaitMany(t *testing.T) {
 	})
 }
 
-// Request lines client-go logs at -v=6: the structured `"Response" verb="GET" url="..."` of
-// recent versions and the older `GET https://... 200 OK in 3 milliseconds`.
-var (
-	monResponseLine = regexp.MustCompile(`"Response" verb="([A-Z]+)" url="([^"]+)"`)
-	monOldRequest   = regexp.MustCompile(`\] (GET|POST|PUT|PATCH|DELETE|HEAD) (https?://\S+)`)
-	// a path naming one Deployment or Job: .../deployments/NAME or .../jobs/NAME
-	monObjectPath = regexp.MustCompile(`/(deployments|jobs)/[^/?]+`)
-)
+// monResponseLine is the request line client-go logs at -v=6: `"Response" verb="GET" url="..."`.
+var monResponseLine = regexp.MustCompile(`"Response" verb="([A-Z]+)" url="([^"]+)"`)
 
-// TestRequestCount is the guard of the scale issue: reconciling 200 workloads costs a fixed number
-// of API requests (a list and a watch per kind, and for the pods' status one of pods and one of
-// ReplicaSets), none about one workload or one pod.
+// TestRequestCount: `recover --once` makes a constant number of API requests, none about one
+// object, counted by the API server (its audit log, requests made as a user of the command's
+// own), over three loads: all running (100 deployments, 100 held jobs), half deleted while
+// nothing watched (20 + 20, 10 + 10 deleted: their absence is confirmed by one list per kind,
+// not a GET each), half failed (20 jobs, 10 failed with exit code 3: the exit codes come from
+// the pods streamed, not a pod list per failed job).
 func TestRequestCount(t *testing.T) {
-	const perKind = 100
-	e := newMonEnv(t)
+	t.Run("all running", func(t *testing.T) {
+		const perKind = 100
+		e := newMonEnv(t)
+		waitRoom(t, 2*perKind) // 200 pods must fit: wait for the pods of earlier tests' namespaces to go
+		specs := make([]spec.ContainerSpec, 0, 2*perKind)
+		for i := range perKind {
+			specs = append(specs,
+				spec.ContainerSpec{Name: fmt.Sprintf("svc-%03d", i), Image: monImage, WorkloadKind: runtimeid.KindDeployment},
+				spec.ContainerSpec{Name: fmt.Sprintf("task-%03d", i), Image: monImage, WorkloadKind: runtimeid.KindJob,
+					Labels: map[string]string{labelHold: "true"}})
+		}
+		ids := e.bulkCreate(specs)
+		waitCounts(t, e.ns, perKind, perKind)
+		e.countRecover(t, fmt.Sprintf("reattached %d, changed %d, now terminal 0", 2*perKind, 2*perKind),
+			map[string]int{"watch deployments": 1, "watch jobs": 1, "watch pods": 1, "watch replicasets": 1})
+		e.checkStates(statesOf(ids, "running"))
+	})
+	t.Run("half deleted while down", func(t *testing.T) {
+		const perKind = 20
+		e := newMonEnv(t)
+		waitRoom(t, 2*perKind)
+		specs := make([]spec.ContainerSpec, 0, 2*perKind)
+		for i := range perKind {
+			specs = append(specs,
+				spec.ContainerSpec{Name: fmt.Sprintf("svc-%03d", i), Image: monImage, WorkloadKind: runtimeid.KindDeployment},
+				spec.ContainerSpec{Name: fmt.Sprintf("task-%03d", i), Image: monImage, WorkloadKind: runtimeid.KindJob,
+					Labels: map[string]string{labelHold: "true"}})
+		}
+		ids := e.bulkCreate(specs) // svc-000, task-000, svc-001 ...
+		c := client(t)
+		ctx := t.Context()
+		want := map[string]string{}
+		bg := metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationBackground)}
+		for i, id := range ids {
+			if i%4 >= 2 {
+				want[id] = "running"
+				continue
+			}
+			want[id] = "deleted"
+			name := fmt.Sprintf("svc-%03d", i/2)
+			err := c.AppsV1().Deployments(e.ns).Delete(ctx, name, bg)
+			if i%2 == 1 {
+				name = fmt.Sprintf("task-%03d", i/2)
+				err = c.BatchV1().Jobs(e.ns).Delete(ctx, name, bg)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitFor(t, 2*time.Minute, func() (bool, error) {
+			ds, err := c.AppsV1().Deployments(e.ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err
+			}
+			js, err := c.BatchV1().Jobs(e.ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err
+			}
+			if len(ds.Items) != perKind/2 || len(js.Items) != perKind/2 {
+				return false, fmt.Errorf("%d deployments and %d jobs left, want %d of each", len(ds.Items), len(js.Items), perKind/2)
+			}
+			return true, nil
+		})
+		waitCounts(t, e.ns, perKind/2, perKind/2)
+		e.countRecover(t, fmt.Sprintf("reattached %d, changed %d, now terminal %d", 2*perKind, 2*perKind, perKind),
+			map[string]int{"watch deployments": 1, "watch jobs": 1, "watch pods": 1, "watch replicasets": 1,
+				"list deployments": 1, "list jobs": 1})
+		e.checkStates(want)
+	})
+	t.Run("half failed", func(t *testing.T) {
+		const n = 20
+		e := newMonEnv(t)
+		waitRoom(t, n)
+		specs := make([]spec.ContainerSpec, 0, n)
+		for i := range n {
+			labels := map[string]string{labelHold: "true"}
+			if i%2 == 1 {
+				labels = map[string]string{labelExitCode: "3"}
+			}
+			specs = append(specs, spec.ContainerSpec{Name: fmt.Sprintf("task-%03d", i), Image: monImage, WorkloadKind: runtimeid.KindJob, Labels: labels})
+		}
+		ids := e.bulkCreate(specs)
+		waitFor(t, 2*time.Minute, func() (bool, error) {
+			_, failed, _, err := jobsFinished(t, e.ns)
+			if err != nil || failed != n/2 {
+				return false, fmt.Errorf("%d of %d jobs failed (%v)", failed, n/2, err)
+			}
+			return true, nil
+		})
+		waitCounts(t, e.ns, 0, n/2)
+		e.countRecover(t, fmt.Sprintf("reattached %d, changed %d, now terminal %d", n, n, n/2),
+			map[string]int{"watch jobs": 1, "watch pods": 1})
+		ws := e.records()
+		for i, id := range ids {
+			w := ws[id]
+			switch {
+			case i%2 == 0 && w.State != "running":
+				t.Errorf("%s is %q, want running", id, w.State)
+			case i%2 == 1 && (w.State != "failed" || w.ExitCode == nil || *w.ExitCode != 3):
+				t.Errorf("%s is %q with exit code %v, want failed with exit code 3 (from the pods streamed)", id, w.State, w.ExitCode)
+			}
+		}
+	})
+}
+
+// countRecover runs recover --once as a user of its own and checks its summary and its
+// requests as the API server's audit log has them: exactly want (by "verb resource"), none
+// about one object.
+func (e *monEnv) countRecover(t *testing.T, summary string, want map[string]int) {
+	t.Helper()
+	u := newAuditUser(t)
+	r := e.runOK(append([]string{"recover", "--once"}, u.flags()...)...)
+	if got := lastLine(r.stdout); got != summary {
+		t.Errorf("recover --once summary %q, want %q", got, summary)
+	}
+	reqs := u.requests(t, "kubectl-gobrave/")
+	t.Logf("recover --once made %d API requests (audit log):\n  %s", len(reqs), describe(reqs))
+	for _, req := range reqs {
+		if req.perObject() {
+			t.Errorf("request about one object: %s %s", req.Verb, req.URI)
+		}
+	}
+	if d := cmp.Diff(want, countByVerb(reqs)); d != "" {
+		t.Errorf("requests by verb and resource (-want +got):\n%s", d)
+	}
+}
+
+// waitCounts waits until the namespace has deployments ready deployments with a ready replica
+// and jobs jobs with a ready pod.
+func waitCounts(t *testing.T, ns string, deployments, jobs int) {
+	t.Helper()
 	c := client(t)
 	ctx := t.Context()
-
-	// 200 pods must fit: wait for the pods of earlier tests' namespaces to go.
-	waitRoom(t, 2*perKind)
-
-	// Create the objects with client-go, as `create` would build them, and record them.
-	specs := make([]spec.ContainerSpec, 0, 2*perKind)
-	for i := range perKind {
-		specs = append(specs,
-			spec.ContainerSpec{Name: fmt.Sprintf("svc-%03d", i), Image: monImage, WorkloadKind: runtimeid.KindDeployment},
-			spec.ContainerSpec{Name: fmt.Sprintf("task-%03d", i), Image: monImage, WorkloadKind: runtimeid.KindJob,
-				Labels: map[string]string{labelHold: "true"}})
-	}
-	ids := e.bulkCreate(specs)
-
-	// Every pod running and ready, so that one pass must find all 200 running.
 	waitFor(t, 5*time.Minute, func() (bool, error) {
-		ds, err := c.AppsV1().Deployments(e.ns).List(ctx, metav1.ListOptions{})
+		ds, err := c.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
-		js, err := c.BatchV1().Jobs(e.ns).List(ctx, metav1.ListOptions{})
+		js, err := c.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -892,66 +1004,22 @@ func TestRequestCount(t *testing.T) {
 				readyJ++
 			}
 		}
-		if readyD != perKind || readyJ != perKind {
-			return false, fmt.Errorf("%d/%d deployments ready, %d/%d jobs running", readyD, perKind, readyJ, perKind)
+		if readyD != deployments || readyJ != jobs {
+			return false, fmt.Errorf("%d/%d deployments ready, %d/%d jobs running", readyD, deployments, readyJ, jobs)
 		}
 		return true, nil
 	})
-
-	r := e.runOK("recover", "--once", "-v=6")
-	if got, want := lastLine(r.stdout), fmt.Sprintf("reattached %d, changed %d, now terminal 0", 2*perKind, 2*perKind); got != want {
-		t.Errorf("recover --once summary %q, want %q", got, want)
-	}
-
-	var requests []string
-	for _, line := range strings.Split(r.stderr, "\n") {
-		if m := monResponseLine.FindStringSubmatch(line); m != nil {
-			requests = append(requests, m[1]+" "+m[2])
-		} else if m := monOldRequest.FindStringSubmatch(line); m != nil {
-			requests = append(requests, m[1]+" "+m[2])
-		}
-	}
-	t.Logf("recover --once over %d workloads made %d API requests:\n  %s", len(ids), len(requests), strings.Join(requests, "\n  "))
-	listed := map[string]bool{}
-	for _, req := range requests {
-		path := strings.SplitN(strings.Fields(req)[1], "?", 2)[0]
-		if monObjectPath.MatchString(path) {
-			t.Errorf("request about one workload: %s", req)
-		}
-		for _, kind := range []string{"deployments", "jobs", "pods", "replicasets"} {
-			if strings.HasSuffix(path, "/"+kind) {
-				listed[kind] = true
-			}
-		}
-		if strings.Contains(path, "/pods/") || strings.Contains(path, "/replicasets/") {
-			t.Errorf("request about one pod or ReplicaSet: %s", req)
-		}
-	}
-	if !listed["deployments"] || !listed["jobs"] {
-		t.Errorf("no list of deployments and jobs among the logged requests: is -v=6 logging requests? stderr:\n%s", r.stderr)
-	}
-	// The pod status of all 200 comes from one pod list (and one ReplicaSet list) too.
-	if !listed["pods"] || !listed["replicasets"] {
-		t.Errorf("no list of pods and replicasets among the logged requests: %v", requests)
-	}
-	if len(requests) > 10 {
-		t.Errorf("recover --once made %d API requests for %d workloads, want at most 10", len(requests), len(ids))
-	}
-
-	ws := e.records()
-	notRunning := 0
-	for _, id := range ids {
-		if st := ws[id].State; st != "running" {
-			notRunning++
-			if notRunning <= 10 {
-				t.Errorf("%s is %q after recover --once, want running", id, st)
-			}
-		}
-	}
-	if notRunning > 0 {
-		t.Errorf("%d of %d workloads are not running", notRunning, len(ids))
-	}
 }
+
+func statesOf(ids []string, state string) map[string]string {
+	out := make(map[string]string, len(ids))
+	for _, id := range ids {
+		out[id] = state
+	}
+	return out
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")

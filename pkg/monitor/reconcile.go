@@ -1,0 +1,565 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
+	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
+)
+
+// ReconcileOptions configures Reconcile.
+type ReconcileOptions struct {
+	// Owner identifies this process in the leases (see Options.Owner).
+	Owner store.Owner
+	// LeaseTTL is the lifetime of the leases taken (default 15s).
+	LeaseTTL time.Duration
+	// SyncTimeout bounds the wait for the next object of a stream (default 30s).
+	SyncTimeout time.Duration
+	// ClusterWide: more namespaces than this and each resource is read
+	// once cluster-wide instead of once per namespace (default 10).
+	ClusterWide int
+	// Runtimes are the runtimes whose records live on this client's
+	// cluster; Reconcile reads only their records.
+	Runtimes []string
+	// Cluster is the identity of the cluster now ("" when unknown); a
+	// record made on another cluster is skipped and passed to OnSkip.
+	Cluster string
+	OnSkip  func(runtimeID, recorded string)
+	// Metadata confirms absences with metadata-only lists; nil uses the
+	// typed client's lists (whole objects, page by page).
+	Metadata metadata.Interface
+	// OnEvent is called for every event recorded (see Options.OnEvent).
+	OnEvent func(store.Event)
+}
+
+// Reconcile is one reconcile pass over every non-terminal record of
+// o.Runtimes (recover --once) in memory for a batch, not for the number of
+// records, and in a number of API requests that does not depend on it:
+//
+//  1. pods, then ReplicaSets: one watch-list each per scope (a namespace,
+//     or all), label-filtered; of each pod only its owner's newest pod
+//     status and newest failed termination are kept (pod reasons, exit codes);
+//  2. each workload kind: one watch-list per scope; each object is mapped
+//     (runtime.Observe) as it arrives and dropped; every batch of
+//     batchSize objects reads its records (one query), takes their leases,
+//     records the observations (one ApplyBatch) and releases the leases.
+//     Of each object with a record only a 64-bit hash of its key is kept;
+//  3. the records whose object was not streamed are read page by page; for
+//     the namespaces that have any, one metadata-only list (paginated, no
+//     label selector) tells which still exist: an object whose label was
+//     removed is not deleted, one with another UID is not the recorded
+//     one. The rest are recorded ContainerDeleted, a page at a time.
+//
+// Records changed after the pass began are left to the monitors that
+// changed them. A record leased by a live process is skipped (see Options.Once).
+func Reconcile(ctx context.Context, c kubernetes.Interface, st *store.Store, o ReconcileOptions) (Summary, error) {
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.SyncTimeout <= 0 {
+		o.SyncTimeout = DefaultSyncTimeout
+	}
+	if o.ClusterWide <= 0 {
+		o.ClusterWide = DefaultClusterWide
+	}
+	r := &reconciler{c: c, st: st, o: o, started: time.Now(), notes: map[types.UID]*podNote{}, seen: map[uint64]struct{}{}}
+	if o.Metadata != nil {
+		r.meta = metadataLister(o.Metadata)
+	} else {
+		r.meta = typedLister(c)
+	}
+	err := r.run(ctx)
+	return r.sum, err
+}
+
+type reconciler struct {
+	c       kubernetes.Interface
+	st      *store.Store
+	o       ReconcileOptions
+	meta    metaLister
+	started time.Time
+
+	notes map[types.UID]*podNote // by controller UID: a Job, a ReplicaSet, then its Deployment
+	seen  map[uint64]struct{}    // keyHash of the objects streamed that have a record
+	sum   Summary
+}
+
+// podNote is what the pods of one controller say: the newest pod's status
+// and the newest failed termination of any of them.
+type podNote struct {
+	created time.Time
+	name    string
+	status  runtime.PodStatus
+	fail    *corev1.ContainerStateTerminated
+}
+
+func keyHash(kind, ns, name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(kind))
+	h.Write([]byte{0})
+	h.Write([]byte(ns))
+	h.Write([]byte{0})
+	h.Write([]byte(name))
+	return h.Sum64()
+}
+
+func (r *reconciler) run(ctx context.Context) error {
+	scopes, err := r.st.LiveScopes(ctx)
+	if err != nil {
+		return fmt.Errorf("monitor: %w", err)
+	}
+	nsOf := map[string]map[string]bool{} // kind -> namespaces
+	all := map[string]bool{}
+	for _, sc := range scopes {
+		if !slices.Contains(r.o.Runtimes, sc.Runtime) {
+			continue
+		}
+		if nsOf[sc.Kind] == nil {
+			nsOf[sc.Kind] = map[string]bool{}
+		}
+		nsOf[sc.Kind][sc.Namespace] = true
+		all[sc.Namespace] = true
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	clusterWide := len(all) > r.o.ClusterWide
+	podScopes := slices.Sorted(maps.Keys(all))
+
+	if err := r.each(ctx, kindPod, podScopes, clusterWide, r.addPod); err != nil {
+		return err
+	}
+	if nsOf[runtimeid.KindDeployment] != nil {
+		if err := r.each(ctx, kindReplicaSet, podScopes, clusterWide, r.addReplicaSet); err != nil {
+			return err
+		}
+	}
+	for _, kind := range slices.Sorted(maps.Keys(nsOf)) {
+		b := &batch{kind: kind}
+		err := r.each(ctx, kind, slices.Sorted(maps.Keys(nsOf[kind])), clusterWide, func(obj any) error {
+			m, ok := obj.(metav1.Object)
+			if !ok {
+				return nil
+			}
+			o, ok := observe(obj)
+			b.items = append(b.items, streamed{ns: m.GetNamespace(), name: m.GetName(), uid: string(m.GetUID()), obs: o, ok: ok})
+			if len(b.items) >= batchSize {
+				return r.flush(ctx, b)
+			}
+			return nil
+		})
+		if err == nil {
+			err = r.flush(ctx, b)
+		}
+		if err != nil {
+			return err
+		}
+		if err := r.absent(ctx, kind); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// each streams kind in every scope: all namespaces when clusterWide (one
+// per namespace instead when RBAC refuses that), else each of nss. Pods and
+// ReplicaSets that cannot be read leave the workloads without pod reasons.
+func (r *reconciler) each(ctx context.Context, kind string, nss []string, clusterWide bool, fn func(any) error) error {
+	aux := kind == kindPod || kind == kindReplicaSet
+	if clusterWide {
+		err := r.streamIn(ctx, kind, "", fn)
+		if err == nil || !isDenied(err) {
+			return err
+		}
+	}
+	for _, ns := range nss {
+		err := r.streamIn(ctx, kind, ns, fn)
+		if err != nil && aux && isDenied(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *reconciler) streamIn(ctx context.Context, kind, ns string, fn func(any) error) error {
+	l, err := listerFor(r.c, kind, ns)
+	if err != nil {
+		return err
+	}
+	err = stream(ctx, r.c, l, WorkloadLabel, r.o.SyncTimeout, fn)
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	where, canI := fmt.Sprintf("in namespace %q", ns), "-n "+ns
+	if ns == "" {
+		where, canI = "in all namespaces", "--all-namespaces"
+	}
+	res := kind + "s"
+	if isDenied(err) {
+		return fmt.Errorf("monitor: list %s %s is forbidden: %w: check access with 'kubectl auth can-i list %s %s' and 'kubectl auth can-i watch %s %s'", res, where, err, res, canI, res, canI)
+	}
+	return fmt.Errorf("monitor: list %s %s: %w: check the connection to the cluster ('kubectl gobrave doctor')", res, where, err)
+}
+
+// addPod keeps what a pod says about its controller.
+func (r *reconciler) addPod(obj any) error {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil
+	}
+	ref := metav1.GetControllerOf(p)
+	if ref == nil {
+		return nil
+	}
+	n := r.notes[ref.UID]
+	if n == nil {
+		n = &podNote{}
+		r.notes[ref.UID] = n
+	}
+	if n.name == "" || p.CreationTimestamp.After(n.created) || p.CreationTimestamp.Time.Equal(n.created) && p.Name > n.name {
+		n.created, n.name = p.CreationTimestamp.Time, p.Name
+		n.status = runtime.PodStatusOf(p)
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && (n.fail == nil || t.FinishedAt.After(n.fail.FinishedAt.Time)) {
+			n.fail = t.DeepCopy()
+		}
+	}
+	return nil
+}
+
+// addReplicaSet moves the note of a ReplicaSet's pods to its Deployment.
+func (r *reconciler) addReplicaSet(obj any) error {
+	rs, ok := obj.(*appsv1.ReplicaSet)
+	if !ok {
+		return nil
+	}
+	ref := metav1.GetControllerOf(rs)
+	n := r.notes[rs.UID]
+	if ref == nil || n == nil {
+		return nil
+	}
+	delete(r.notes, rs.UID)
+	d := r.notes[ref.UID]
+	if d == nil {
+		r.notes[ref.UID] = n
+		return nil
+	}
+	if n.created.After(d.created) || n.created.Equal(d.created) && n.name > d.name {
+		d.created, d.name, d.status = n.created, n.name, n.status
+	}
+	if n.fail != nil && (d.fail == nil || n.fail.FinishedAt.After(d.fail.FinishedAt.Time)) {
+		d.fail = n.fail
+	}
+	return nil
+}
+
+// streamed is one object as mapped when it arrived.
+type streamed struct {
+	ns, name, uid string
+	obs           Observation
+	ok            bool
+}
+
+type batch struct {
+	kind  string
+	items []streamed
+}
+
+// flush records one batch of streamed objects.
+func (r *reconciler) flush(ctx context.Context, b *batch) error {
+	items := b.items
+	b.items = b.items[:0]
+	if len(items) == 0 {
+		return nil
+	}
+	var ids []string
+	for _, it := range items {
+		for _, rt := range r.o.Runtimes {
+			ids = append(ids, runtimeid.ID{Runtime: rt, Namespace: it.ns, Kind: b.kind, Name: it.name}.String())
+		}
+	}
+	recs, err := r.st.Records(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("monitor: %w", err)
+	}
+	live := r.liveOf(ctx, recs, ids)
+	leased, err := r.lease(ctx, live)
+	if err != nil {
+		return err
+	}
+	isLeased := make(map[string]bool, len(leased))
+	for _, id := range leased {
+		isLeased[id] = true
+	}
+	now := time.Now()
+	var ts []store.Transition
+	var uidOnly []string
+	for _, it := range items {
+		known := false
+		for _, rt := range r.o.Runtimes {
+			id := runtimeid.ID{Runtime: rt, Namespace: it.ns, Kind: b.kind, Name: it.name}.String()
+			w, ok := recs[id]
+			if !ok || w.State.Terminal() {
+				continue
+			}
+			known = true
+			if !isLeased[id] {
+				continue
+			}
+			add := func(o Observation) {
+				ts = append(ts, store.Transition{RuntimeID: id, Type: o.Type, Message: o.Message, UID: o.UID, Time: now, Result: o.Result})
+			}
+			if w.UID != "" && w.UID != it.uid {
+				add(Deleted(types.UID(w.UID))) // another object took the name
+			}
+			if it.ok {
+				add(r.enrich(b.kind, it.uid, it.obs))
+			} else if w.UID == "" {
+				uidOnly = append(uidOnly, id, it.uid)
+			}
+			if n := r.notes[types.UID(it.uid)]; n != nil {
+				if o, ok := n.status.Observation(it.uid); ok {
+					add(o)
+				}
+			}
+		}
+		if known {
+			r.seen[keyHash(b.kind, it.ns, it.name)] = struct{}{}
+		}
+	}
+	for i := 0; i < len(uidOnly); i += 2 {
+		if err := r.st.SetUID(ctx, uidOnly[i], uidOnly[i+1]); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("monitor: %w", err)
+		}
+	}
+	return r.apply(ctx, recs, ts, leased)
+}
+
+// enrich adds the exit code of the newest failed container to a job failure.
+func (r *reconciler) enrich(kind, uid string, o Observation) Observation {
+	if o.Type != store.ContainerFailed || kind != runtimeid.KindJob {
+		return o
+	}
+	if n := r.notes[types.UID(uid)]; n != nil && n.fail != nil {
+		code := n.fail.ExitCode
+		o.ExitCode = &code
+		o.Message = exitDetail(n.fail) + ": " + o.Message
+	}
+	return o
+}
+
+// liveOf keeps the IDs of ids whose record is not terminal and was made on
+// this cluster (or on none recorded).
+func (r *reconciler) liveOf(ctx context.Context, recs map[string]store.Workload, ids []string) []string {
+	var live []string
+	for _, id := range ids {
+		if w, ok := recs[id]; ok && !w.State.Terminal() {
+			live = append(live, id)
+		}
+	}
+	if r.o.Cluster == "" || len(live) == 0 {
+		return live
+	}
+	cls, err := r.st.Clusters(ctx, live)
+	if err != nil {
+		return nil // nothing checked is nothing recorded; the next pass reads them again
+	}
+	kept := live[:0]
+	for _, id := range live {
+		if rec := cls[id]; rec != "" && rec != r.o.Cluster {
+			delete(recs, id) // absent names it (OnSkip) with the unseen records
+			continue
+		}
+		kept = append(kept, id)
+	}
+	return kept
+}
+
+// lease takes the leases of ids it can; those a live process holds are
+// that process's to record.
+func (r *reconciler) lease(ctx context.Context, ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	leased, err := r.st.AcquireLeases(ctx, r.o.Owner, ids, r.o.LeaseTTL)
+	if err != nil {
+		return nil, fmt.Errorf("monitor: %w", err)
+	}
+	r.sum.Reattached += len(leased)
+	return leased, nil
+}
+
+// apply records ts (one transaction), counts what changed, calls OnEvent
+// and releases leased.
+func (r *reconciler) apply(ctx context.Context, before map[string]store.Workload, ts []store.Transition, leased []string) error {
+	defer func() {
+		if len(leased) > 0 {
+			_ = r.st.ReleaseLeases(context.WithoutCancel(ctx), r.o.Owner, leased...)
+		}
+	}()
+	if len(ts) == 0 {
+		return nil
+	}
+	res, err := r.st.ApplyBatch(ctx, ts)
+	if errors.Is(err, store.ErrNotFound) {
+		res, _, err = applyEach(ctx, r.st, ts) // a record was removed meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("monitor: record %d events: %w", len(ts), err)
+	}
+	after := map[string]store.State{}
+	for _, a := range res {
+		after[a.Workload.RuntimeID] = a.Workload.State
+		if a.Applied && r.o.OnEvent != nil {
+			r.o.OnEvent(a.Event)
+		}
+	}
+	for id, s := range after {
+		if s != before[id].State {
+			r.sum.Changed++
+		}
+		if s.Terminal() {
+			r.sum.Terminal++
+		}
+	}
+	return nil
+}
+
+// absent finds the records of kind whose object the stream did not show
+// and records those whose object is gone (see Reconcile, step 3).
+func (r *reconciler) absent(ctx context.Context, kind string) error {
+	// Pass 1: the candidates, by namespace, with their recorded UID.
+	cand := map[string]map[uint64]string{}
+	const several = "\x00" // two records of one object with different UIDs
+	err := r.st.ScanLive(ctx, store.ScanFilter{Runtimes: r.o.Runtimes, Kind: kind}, listPage, func(page []store.LiveRecord) error {
+		for _, w := range page {
+			if !r.unseen(w) {
+				if r.o.OnSkip != nil && r.otherCluster(w) {
+					r.o.OnSkip(w.RuntimeID, w.Cluster)
+				}
+				continue
+			}
+			h := keyHash(kind, w.Namespace, w.Name)
+			if cand[w.Namespace] == nil {
+				cand[w.Namespace] = map[uint64]string{}
+			}
+			if u, ok := cand[w.Namespace][h]; ok && u != w.UID {
+				cand[w.Namespace][h] = several
+				continue
+			}
+			cand[w.Namespace][h] = w.UID
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("monitor: %w", err)
+	}
+	if len(cand) == 0 {
+		return nil
+	}
+	// One metadata-only list per namespace: what still exists.
+	gone := map[uint64]bool{}
+	for _, ns := range slices.Sorted(maps.Keys(cand)) {
+		c := cand[ns]
+		err := r.meta(ctx, kind, ns, func(name, uid string) error {
+			h := keyHash(kind, ns, name)
+			if u, ok := c[h]; ok && (u == "" || u == uid || u == several) {
+				delete(c, h) // still there: its label was removed, or it is the one recorded
+			}
+			return nil
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if apierrors.IsNotFound(err) {
+				err = nil // the namespace is gone, and its objects with it
+			} else {
+				continue // not confirmed: nothing is recorded
+			}
+		}
+		for h := range c {
+			gone[h] = true
+		}
+	}
+	// Pass 2: lease the unseen records, record the gone ones, a page at a time.
+	return r.st.ScanLive(ctx, store.ScanFilter{Runtimes: r.o.Runtimes, Kind: kind}, listPage, func(page []store.LiveRecord) error {
+		var ids []string
+		before := map[string]store.Workload{}
+		for _, w := range page {
+			if r.unseen(w) {
+				ids = append(ids, w.RuntimeID)
+				before[w.RuntimeID] = w.Workload
+			}
+		}
+		leased, err := r.lease(ctx, ids)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		var ts []store.Transition
+		for _, id := range leased {
+			w := before[id]
+			if gone[keyHash(kind, w.Namespace, w.Name)] {
+				o := Deleted(types.UID(w.UID))
+				ts = append(ts, store.Transition{RuntimeID: id, Type: o.Type, UID: o.UID, Time: now})
+			}
+		}
+		return r.apply(ctx, before, ts, leased)
+	})
+}
+
+// unseen reports whether w is a record of this pass whose object was not
+// streamed: made on this cluster, not changed since the pass began.
+func (r *reconciler) unseen(w store.LiveRecord) bool {
+	if _, ok := r.seen[keyHash(w.Kind, w.Namespace, w.Name)]; ok {
+		return false
+	}
+	if w.UpdatedAt.After(r.started) {
+		return false // changed during the pass: its monitor records it
+	}
+	return !r.otherCluster(w)
+}
+
+// otherCluster reports whether w was made on another cluster than this one.
+func (r *reconciler) otherCluster(w store.LiveRecord) bool {
+	return r.o.Cluster != "" && w.Cluster != "" && w.Cluster != r.o.Cluster
+}
+
+// applyEach applies the transitions one at a time, skipping those of runtime
+// IDs no longer in the store (returned in gone).
+func applyEach(ctx context.Context, st *store.Store, ts []store.Transition) (res []store.Applied, gone []string, err error) {
+	for _, t := range ts {
+		r, err := st.ApplyBatch(ctx, []store.Transition{t})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			if !slices.Contains(gone, t.RuntimeID) {
+				gone = append(gone, t.RuntimeID)
+			}
+		case err != nil:
+			return nil, nil, err
+		default:
+			res = append(res, r...)
+		}
+	}
+	return res, gone, nil
+}

@@ -1,0 +1,101 @@
+package monitor
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
+)
+
+// TestReconcile: one pass records what each object says, finds the
+// objects gone in bulk (no GET per ID), keeps the object whose label was
+// removed, tells a recreated object from the recorded one, adds the exit
+// code of a failed job from the pods streamed, and leaves alone an ID a
+// live process holds. Requests: lists only, one per resource, whatever the
+// number of IDs; none names an object.
+func TestReconcile(t *testing.T) {
+	st := newStore(t)
+	running := batchv1.JobStatus{Active: 1, Ready: ptr.To(int32(1))}
+	failed := batchv1.JobStatus{Failed: 1, Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded"}}}
+	objs := []kruntime.Object{
+		job("ns", "run", "u-run", running),
+		job("ns", "done", "u-done", complete),
+		job("ns", "fail", "u-fail", failed),
+		ownedPod("ns", "fail-1", "fail", metav1.OwnerReference{Kind: "Job", Name: "fail", UID: "u-fail"}, 0, corev1.PodStatus{Phase: corev1.PodFailed,
+			ContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3, Reason: "Error"}}}}}),
+		deployment("ns", "web", "u-web", 1, appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1}),
+	}
+	unlabelled := job("ns", "unlabelled", "u-unl", running)
+	unlabelled.Labels = nil
+	objs = append(objs, unlabelled)
+	recreated := job("other", "again", "u-new", running) // recorded with u-old, unlabelled now
+	recreated.Labels = nil
+	objs = append(objs, recreated)
+	client := fake.NewClientset(objs...)
+
+	ids := map[string]runtimeid.ID{
+		"run": jobID("ns", "run"), "done": jobID("ns", "done"), "fail": jobID("ns", "fail"), "web": deployID("ns", "web"),
+		"unlabelled": jobID("ns", "unlabelled"), "again": jobID("other", "again"), "gone": jobID("ns", "gone"),
+		"gone-nouid": jobID("ns", "gone-nouid"), "held": jobID("ns", "held"),
+	}
+	uids := map[string]string{"run": "u-run", "done": "u-done", "fail": "u-fail", "web": "u-web", "unlabelled": "u-unl", "again": "u-old", "gone": "u-gone", "held": "u-held"}
+	for name, id := range ids {
+		record(t, st, id, uids[name], store.StateCreated)
+	}
+	other := store.Owner{ID: "other", Host: "test"}
+	if _, err := st.AcquireLeases(t.Context(), other, []string{ids["held"].String()}, DefaultLeaseTTL); err != nil {
+		t.Fatal(err)
+	}
+	var c collector
+	sum, err := Reconcile(t.Context(), client, st, ReconcileOptions{Owner: owner("a"), Runtimes: []string{runtimeid.RuntimeK8s}, OnEvent: c.on})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]store.State{
+		"run": store.StateRunning, "done": store.StateExited, "fail": store.StateFailed, "web": store.StateRunning,
+		"unlabelled": store.StateCreated, "again": store.StateDeleted, "gone": store.StateDeleted, "gone-nouid": store.StateDeleted,
+		"held": store.StateCreated,
+	}
+	got := map[string]store.State{}
+	for name, id := range ids {
+		got[name] = state(t, st, id)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("states (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(Summary{Reattached: 8, Changed: 7, Terminal: 5}, sum); d != "" {
+		t.Errorf("summary (-want +got):\n%s", d)
+	}
+	w, err := st.Get(t.Context(), ids["fail"].String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.ExitCode == nil || *w.ExitCode != 3 || w.Message != "exit code 3 (Error): BackoffLimitExceeded" {
+		t.Errorf("failed job: exit code %v, %q; want 3 in both", w.ExitCode, w.Message)
+	}
+	if h := history(t, st, ids["again"]); !cmp.Equal(h, []string{"Created  u-old", "ContainerDeleted  u-old"}) {
+		t.Errorf("recreated object: history %q, want the recorded UID deleted", h)
+	}
+	if len(c.list()) != 7 {
+		t.Errorf("OnEvent got %d events, want 7: %q", len(c.list()), c.list())
+	}
+	for _, a := range client.Actions() {
+		if a.GetVerb() != "list" {
+			t.Errorf("request %s %s: want lists only", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+	// pods, replicasets, deployments, jobs (labelled) + jobs in "ns" and
+	// "other" (confirming the absent ones) = 6, for 9 IDs.
+	if d := cmp.Diff(map[string]int{"list pods": 2, "list replicasets": 2, "list deployments": 1, "list jobs": 4}, count(client)); d != "" {
+		t.Errorf("requests (-want +got):\n%s", d)
+	}
+}

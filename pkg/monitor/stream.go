@@ -1,0 +1,240 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/util/watchlist"
+	"k8s.io/utils/ptr"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
+)
+
+// listPage bounds the objects of one page of a paginated list: the
+// fallback of a watch-list, and the metadata-only lists that confirm an
+// absence. Only one page is in memory at a time.
+const listPage = 500
+
+// lister reads one resource in one scope ("" = all namespaces): a
+// watch-list stream, or a paginated list when the server (or a fake
+// clientset) does not stream lists.
+type lister struct {
+	watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
+	// list returns one page: its objects and the continue token.
+	list func(context.Context, metav1.ListOptions) ([]any, string, error)
+}
+
+// listerFor is the lister of kind (a workload kind, pod or replicaset) in ns.
+func listerFor(c kubernetes.Interface, kind, ns string) (lister, error) {
+	switch kind {
+	case runtimeid.KindJob:
+		r := c.BatchV1().Jobs(ns)
+		return lister{watch: r.Watch, list: func(ctx context.Context, o metav1.ListOptions) ([]any, string, error) {
+			l, err := r.List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			out := make([]any, len(l.Items))
+			for i := range l.Items {
+				out[i] = &l.Items[i]
+			}
+			return out, l.Continue, nil
+		}}, nil
+	case runtimeid.KindDeployment:
+		r := c.AppsV1().Deployments(ns)
+		return lister{watch: r.Watch, list: func(ctx context.Context, o metav1.ListOptions) ([]any, string, error) {
+			l, err := r.List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			out := make([]any, len(l.Items))
+			for i := range l.Items {
+				out[i] = &l.Items[i]
+			}
+			return out, l.Continue, nil
+		}}, nil
+	case kindPod:
+		r := c.CoreV1().Pods(ns)
+		return lister{watch: r.Watch, list: func(ctx context.Context, o metav1.ListOptions) ([]any, string, error) {
+			l, err := r.List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			out := make([]any, len(l.Items))
+			for i := range l.Items {
+				out[i] = &l.Items[i]
+			}
+			return out, l.Continue, nil
+		}}, nil
+	case kindReplicaSet:
+		r := c.AppsV1().ReplicaSets(ns)
+		return lister{watch: r.Watch, list: func(ctx context.Context, o metav1.ListOptions) ([]any, string, error) {
+			l, err := r.List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			out := make([]any, len(l.Items))
+			for i := range l.Items {
+				out[i] = &l.Items[i]
+			}
+			return out, l.Continue, nil
+		}}, nil
+	}
+	return lister{}, fmt.Errorf("monitor: no lister for kind %q", kind)
+}
+
+// stream calls fn with every object of the lister's resource that selector
+// selects, one at a time, without keeping them: one watch-list request
+// (sendInitialEvents, ending at the initial-events-end bookmark) when the
+// client streams lists, else a list paginated by listPage. idle bounds the
+// wait for the next object or the end.
+func stream(ctx context.Context, c kubernetes.Interface, l lister, selector string, idle time.Duration, fn func(any) error) error {
+	if !watchlist.DoesClientNotSupportWatchListSemantics(c) {
+		n, err := watchList(ctx, l, selector, idle, fn)
+		// A server that refuses a watch-list (too old, or the feature
+		// off) says so before sending anything: list instead.
+		if err == nil || n > 0 || !(apierrors.IsBadRequest(err) || apierrors.IsInvalid(err) || apierrors.IsMethodNotSupported(err)) {
+			return err
+		}
+	}
+	return paginate(ctx, l.list, metav1.ListOptions{LabelSelector: selector}, fn)
+}
+
+// paginate lists page by page, calling fn on each object.
+func paginate(ctx context.Context, list func(context.Context, metav1.ListOptions) ([]any, string, error), o metav1.ListOptions, fn func(any) error) error {
+	o.Limit = listPage
+	for {
+		items, cont, err := list(ctx, o)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			if err := fn(it); err != nil {
+				return err
+			}
+		}
+		if cont == "" {
+			return nil
+		}
+		o.Continue = cont
+	}
+}
+
+// errNoBookmark is a watch-list that ended before its initial events did.
+var errNoBookmark = errors.New("the watch-list ended before the initial-events-end bookmark")
+
+// watchList streams the current objects through one watch request and
+// returns how many it passed to fn.
+func watchList(ctx context.Context, l lister, selector string, idle time.Duration, fn func(any) error) (int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := l.watch(ctx, metav1.ListOptions{
+		LabelSelector:        selector,
+		SendInitialEvents:    ptr.To(true),
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		AllowWatchBookmarks:  true,
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer w.Stop()
+	timer := time.NewTimer(idle)
+	defer timer.Stop()
+	n := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return n, ctx.Err()
+		case <-timer.C:
+			return n, fmt.Errorf("no object or end of the list within %s", idle)
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return n, errNoBookmark
+			}
+			timer.Reset(idle)
+			switch ev.Type {
+			case watch.Added, watch.Modified:
+				n++
+				if err := fn(ev.Object); err != nil {
+					return n, err
+				}
+			case watch.Bookmark:
+				if m, err := meta.Accessor(ev.Object); err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+					return n, nil
+				}
+			case watch.Error:
+				return n, apierrors.FromObject(ev.Object)
+			}
+		}
+	}
+}
+
+// metaLister lists the metadata of every object of a kind in a namespace
+// (no label selector: an object whose gobrave-workload label was removed
+// is still there), page by page.
+type metaLister func(ctx context.Context, kind, ns string, fn func(name, uid string) error) error
+
+// metadataLister lists through the metadata-only API (PartialObjectMetadataList).
+func metadataLister(md metadata.Interface) metaLister {
+	return func(ctx context.Context, kind, ns string, fn func(name, uid string) error) error {
+		gvr, err := resourceOf(kind)
+		if err != nil {
+			return err
+		}
+		r := md.Resource(gvr).Namespace(ns)
+		return paginate(ctx, func(ctx context.Context, o metav1.ListOptions) ([]any, string, error) {
+			l, err := r.List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			out := make([]any, len(l.Items))
+			for i := range l.Items {
+				out[i] = &l.Items[i]
+			}
+			return out, l.Continue, nil
+		}, metav1.ListOptions{}, func(o any) error {
+			m := o.(*metav1.PartialObjectMetadata)
+			return fn(m.Name, string(m.UID))
+		})
+	}
+}
+
+// typedLister lists through the typed client (whole objects, page by
+// page): where no metadata client is given (tests with a fake clientset).
+func typedLister(c kubernetes.Interface) metaLister {
+	return func(ctx context.Context, kind, ns string, fn func(name, uid string) error) error {
+		l, err := listerFor(c, kind, ns)
+		if err != nil {
+			return err
+		}
+		return paginate(ctx, l.list, metav1.ListOptions{}, func(o any) error {
+			m, err := meta.Accessor(o)
+			if err != nil {
+				return err
+			}
+			return fn(m.GetName(), string(m.GetUID()))
+		})
+	}
+}
+
+// resourceOf is the API resource of a workload kind.
+func resourceOf(kind string) (schema.GroupVersionResource, error) {
+	switch kind {
+	case runtimeid.KindDeployment:
+		return appsv1.SchemeGroupVersion.WithResource("deployments"), nil
+	case runtimeid.KindJob:
+		return batchv1.SchemeGroupVersion.WithResource("jobs"), nil
+	}
+	return schema.GroupVersionResource{}, fmt.Errorf("monitor: no resource for kind %q", kind)
+}

@@ -1,0 +1,118 @@
+package store
+
+import (
+	"context"
+	"strings"
+)
+
+// LiveRecord is a non-terminal record as the monitor's reconcile pass reads
+// it: the workload without its spec, and the cluster it was made on ("" when
+// none is recorded).
+type LiveRecord struct {
+	Workload
+	Cluster string
+}
+
+// ScanFilter selects the non-terminal records ScanLive reads.
+type ScanFilter struct {
+	// Runtimes keeps the records of these runtimes (all when empty).
+	Runtimes []string
+	// Kind keeps the records of this kind (all when "").
+	Kind string
+}
+
+// Scope is one runtime, namespace and kind that non-terminal records use.
+type Scope struct {
+	Runtime, Namespace, Kind string
+	// Count is the number of non-terminal records in it.
+	Count int
+}
+
+const liveWhere = "w.state NOT IN ('exited', 'failed', 'deleted')"
+
+// LiveScopes returns the runtimes, namespaces and kinds of the non-terminal
+// records with their counts, sorted: one row per scope, however many records.
+func (s *Store) LiveScopes(ctx context.Context) ([]Scope, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT w.runtime, w.namespace, w.kind, COUNT(*) FROM workloads w WHERE "+liveWhere+
+		" GROUP BY w.runtime, w.namespace, w.kind ORDER BY w.runtime, w.namespace, w.kind")
+	if err != nil {
+		return nil, s.fail("read live scopes", err)
+	}
+	defer rows.Close()
+	var out []Scope
+	for rows.Next() {
+		var sc Scope
+		if err := rows.Scan(&sc.Runtime, &sc.Namespace, &sc.Kind, &sc.Count); err != nil {
+			return nil, s.fail("read live scopes", err)
+		}
+		out = append(out, sc)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("read live scopes", err)
+	}
+	return out, nil
+}
+
+// ScanLive calls fn with the non-terminal records f selects, page by page
+// (at most pageSize records each, by runtime ID), so that a caller walking
+// 100,000 records holds one page at a time. Each page is its own query
+// (keyset pagination on the primary key): fn may write to the store between
+// pages, and a record fn makes terminal is not read again. The slice passed
+// to fn is reused for the next page.
+func (s *Store) ScanLive(ctx context.Context, f ScanFilter, pageSize int, fn func([]LiveRecord) error) error {
+	if pageSize <= 0 {
+		pageSize = 500
+	}
+	cols := "w." + strings.ReplaceAll(strings.Replace(workloadColumns, "spec,", "'' AS spec,", 1), ", ", ", w.")
+	cols = strings.Replace(cols, "w.'' AS spec", "'' AS spec", 1)
+	where := []string{liveWhere, "w.runtime_id > ?"}
+	var fixed []any
+	if len(f.Runtimes) > 0 {
+		where = append(where, "w.runtime IN ("+placeholders(len(f.Runtimes))+")")
+		for _, r := range f.Runtimes {
+			fixed = append(fixed, r)
+		}
+	}
+	if f.Kind != "" {
+		where = append(where, "w.kind = ?")
+		fixed = append(fixed, f.Kind)
+	}
+	q := "SELECT " + cols + ", COALESCE(c.cluster, '') FROM workloads w LEFT JOIN clusters c ON c.runtime_id = w.runtime_id WHERE " +
+		strings.Join(where, " AND ") + " ORDER BY w.runtime_id LIMIT ?"
+	page := make([]LiveRecord, 0, pageSize)
+	after := ""
+	for {
+		args := append([]any{after}, fixed...)
+		args = append(args, pageSize)
+		rows, err := s.db.QueryContext(ctx, q, args...)
+		if err != nil {
+			return s.fail("scan workloads", err)
+		}
+		page = page[:0]
+		for rows.Next() {
+			var spec []byte
+			var cluster string
+			w, err := scanRow(func(dest ...any) error { return rows.Scan(append(dest, &cluster)...) }, &spec)
+			if err != nil {
+				rows.Close()
+				return s.fail("scan workloads", err)
+			}
+			page = append(page, LiveRecord{Workload: w, Cluster: cluster})
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return s.fail("scan workloads", err)
+		}
+		if len(page) == 0 {
+			return nil
+		}
+		after = page[len(page)-1].RuntimeID
+		if err := fn(page); err != nil {
+			return err
+		}
+		if len(page) < pageSize {
+			return nil
+		}
+	}
+}
