@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -124,7 +123,8 @@ func (s *Store) Apply(ctx context.Context, t Transition) (Event, bool, error) {
 // them or, on an error (such as an unknown runtime ID, wrapping ErrNotFound),
 // none. The result has one Applied per transition.
 //
-// The transaction reads the records of the batch in one query, moves them
+// The transaction reads the records of the batch in one query (its IDs as
+// one JSON array), moves them
 // in memory, inserts one events row per recorded transition and writes the
 // records that changed in one statement at the end: three statements and a
 // round trip per event, where a transition used to cost a read, an insert
@@ -195,10 +195,6 @@ type decodedSpecs struct {
 	err   error
 }
 
-// applyReadChunk bounds the runtime IDs of one read (and the rows of one
-// update): SQLite allows 32,766 parameters.
-const applyReadChunk = 500
-
 func newApplier(ctx context.Context, s *Store, tx *sql.Tx, ts []Transition) (*applier, error) {
 	a := &applier{s: s, tx: tx, recs: make(map[string]*Workload, len(ts)), isDirty: map[string]bool{}}
 	for _, p := range []struct {
@@ -226,33 +222,39 @@ func newApplier(ctx context.Context, s *Store, tx *sql.Tx, ts []Transition) (*ap
 		}
 	}
 	raw := make(map[string][]byte, len(ids))
-	for chunk := range slices.Chunk(ids, applyReadChunk) {
-		args := make([]any, len(chunk))
-		for i, id := range chunk {
-			args[i] = id
-		}
-		rows, err := tx.QueryContext(ctx, "SELECT "+workloadColumns+" FROM workloads WHERE runtime_id IN ("+placeholders(len(chunk))+")", args...)
+	q, err := s.readRecords(ctx)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	txq := tx.StmtContext(ctx, q)
+	defer txq.Close()
+	rows, err := txq.QueryContext(ctx, string(list))
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	for rows.Next() {
+		var sp []byte
+		w, err := scanRow(rows.Scan, &sp)
 		if err != nil {
+			rows.Close()
 			a.close()
 			return nil, err
 		}
-		for rows.Next() {
-			var sp []byte
-			w, err := scanRow(rows.Scan, &sp)
-			if err != nil {
-				rows.Close()
-				a.close()
-				return nil, err
-			}
-			a.recs[w.RuntimeID] = &w
-			raw[w.RuntimeID] = sp
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			a.close()
-			return nil, err
-		}
+		a.recs[w.RuntimeID] = &w
+		raw[w.RuntimeID] = sp
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		a.close()
+		return nil, err
 	}
 	for _, t := range ts { // the first unknown ID in the order of the batch
 		if a.recs[t.RuntimeID] == nil {
@@ -331,6 +333,22 @@ func (a *applier) flush(ctx context.Context, now time.Time) error {
 var upsertSizes = []int{64, 8, 1}
 
 const upsertCols = 17
+
+// readRecords returns the statement that reads the records of a JSON array
+// of runtime IDs (one parameter, whatever the batch's size), prepared once.
+func (s *Store) readRecords(ctx context.Context) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if s.readRecs != nil {
+		return s.readRecs, nil
+	}
+	st, err := s.db.PrepareContext(ctx, "SELECT "+workloadColumns+" FROM workloads WHERE runtime_id IN (SELECT value FROM json_each(?))")
+	if err != nil {
+		return nil, err
+	}
+	s.readRecs = st
+	return st, nil
+}
 
 // upsert returns the statement that writes size records, prepared on first use.
 func (s *Store) upsert(ctx context.Context, size int) (*sql.Stmt, error) {

@@ -76,8 +76,9 @@ type Store struct {
 
 	now func() time.Time // the clock, replaced in tests
 
-	stmtMu  sync.Mutex
-	upserts map[int]*sql.Stmt // ApplyBatch's record writes, by rows (see flush)
+	stmtMu   sync.Mutex
+	upserts  map[int]*sql.Stmt // ApplyBatch's record writes, by rows (see flush)
+	readRecs *sql.Stmt         // ApplyBatch's record read (see readRecords)
 }
 
 // Retries reports how often this store tried again after SQLITE_BUSY.
@@ -227,6 +228,10 @@ func (s *Store) Close() error {
 		st.Close()
 	}
 	s.upserts = nil
+	if s.readRecs != nil {
+		s.readRecs.Close()
+		s.readRecs = nil
+	}
 	s.stmtMu.Unlock()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close state database %s: %w", s.path, err)
