@@ -46,6 +46,7 @@ type options struct {
 	latencyJobs int
 	running     int
 	workers     int
+	syncs       int
 	limitMode   string
 	charts      string
 	skip        map[string]bool
@@ -71,7 +72,8 @@ func main() {
 	flag.IntVar(&o.reps, "reps", 3, "runs of each plugin and kubectl measurement (the median is reported)")
 	flag.IntVar(&o.latencyJobs, "latency-jobs", 1000, "jobs released at once for the event-to-database latency (0: skip)")
 	flag.IntVar(&o.running, "running", 1000, "workloads with a running pod (half deployments at 1 replica, half held jobs); the rest have none")
-	flag.IntVar(&o.workers, "workers", 64, "concurrent creates")
+	flag.IntVar(&o.workers, "workers", 128, "concurrent creates")
+	flag.IntVar(&o.syncs, "controller-syncs", 50, "the controller manager's concurrent deployment, replica set and job syncs (hack/cluster-up.sh --controller-syncs)")
 	flag.StringVar(&o.limitMode, "limit-mode", "watch-list", "the limit program: watch-list (sendInitialEvents) or list (paginated)")
 	flag.StringVar(&o.charts, "charts", "", "write the charts (wall time and RSS against N, PNG and SVG) into this folder")
 	flag.StringVar(&skip, "skip", "", "comma-separated phases to skip: recover, limit, get, ps, latency")

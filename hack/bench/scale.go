@@ -95,13 +95,13 @@ func runScale(ctx context.Context, o options, n int) (*scaleResult, error) {
 	s := &scale{o: o, n: n, load: l, res: res}
 	logf("N=%d: starting a cluster with %d nodes", n, res.nodes)
 	t0 := time.Now()
-	cl, err := startCluster(ctx, o.root, res.nodes)
+	cl, err := startCluster(ctx, o.root, res.nodes, o.syncs)
 	defer cl.down()
 	if err != nil {
 		return res, err
 	}
 	s.cl = cl
-	res.setup = append(res.setup, fmt.Sprintf("cluster with %d nodes up in %s", res.nodes, secs(time.Since(t0))))
+	res.setup = append(res.setup, fmt.Sprintf("cluster with %d nodes up in %s (controller manager: %d concurrent deployment, replica set and job syncs)", res.nodes, secs(time.Since(t0)), o.syncs))
 	c := cl.client
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNS}}, metav1.CreateOptions{}); err != nil {
 		return res, err
