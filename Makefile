@@ -7,9 +7,10 @@ LDFLAGS := -s -w -X github.com/gobrave/kubectl-gobrave/pkg/cmd.version=$(VERSION
 BIN := bin/kubectl-gobrave
 PREFIX ?= $(HOME)/.local
 FUZZTIME ?= 60s
-BENCH_N ?= 1000,5000
+BENCH_N ?= 1000,10000
 BENCH_FLAGS ?=
 BENCH_OUT ?= bin/bench-results.md
+BENCH_CHARTS ?= bin/bench-charts
 
 .PHONY: help build install test test-unit test-e2e test-faults test-model vet fuzz bench demo testbin cluster-up clean docs dist test-dist test-k9s
 
@@ -56,9 +57,9 @@ fuzz: ## Fuzz the runtime ID, spec file and config file parsers ($(FUZZTIME) eac
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./pkg/spec/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./pkg/config/
 
-bench: build testbin ## Store benchmarks, then the scale run on kwok clusters (BENCH_N=1000,5000; report in $(BENCH_OUT)); see docs/performance.md
+bench: build testbin ## Store benchmarks, then the scale run on kwok clusters (BENCH_N=1000,10000; 1000,10000,100000 takes ~1 h; report in $(BENCH_OUT), charts in $(BENCH_CHARTS)); see docs/performance.md
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/store/ ./pkg/monitor/
-	$(GO) run ./hack/bench -n $(BENCH_N) -plugin $(BIN) -store-bench=false -out $(BENCH_OUT) $(BENCH_FLAGS)
+	$(GO) run ./hack/bench -n $(BENCH_N) -plugin $(BIN) -store-bench=false -out $(BENCH_OUT) -charts $(BENCH_CHARTS) $(BENCH_FLAGS)
 
 demo: ## A real lifecycle on a local kwok cluster, printed step by step (builds the plugin and the control plane first if needed)
 	MAKE=$(MAKE) hack/demo.sh

@@ -3,11 +3,14 @@
 # with the binary runtime (real etcd, kube-apiserver, kube-controller-manager and kube-scheduler
 # built by hack/testbin.sh, plus kwok's fake kubelets), every listener on 127.0.0.1, no Docker.
 #
-#   hack/cluster-up.sh [--nodes N] [--disable-qps-limits] [--audit-log] [--no-leader-election] [NAME]
+#   hack/cluster-up.sh [--nodes N] [--disable-qps-limits] [--audit-log] [--no-leader-election]
+#                      [--controller-syncs N] [NAME]
 #
 #   NAME                  cluster name (default gobrave-<random>)
 #   --nodes N             fake nodes to create (default $GOBRAVE_NODES or 2; each admits 110 pods)
 #   --disable-qps-limits  lift the components' client rate limits (benchmarks)
+#   --controller-syncs N  the controller manager syncs N deployments, replica sets and jobs at
+#                         once (its default is 5; the scale benchmark's 100,000 objects need more)
 #   --audit-log           the API server writes an audit log (every request at Metadata level, one
 #                         line per stage as JSON) to WORKDIR/clusters/NAME/logs/audit.log
 #                         (cluster.env: GOBRAVE_AUDIT_LOG); benchmarks count requests in it
@@ -42,6 +45,7 @@ nodes=${GOBRAVE_NODES:-2}
 qps=false
 audit=false
 leader=true
+syncs=
 name=
 while [ $# -gt 0 ]; do
   case $1 in
@@ -50,6 +54,8 @@ while [ $# -gt 0 ]; do
     --disable-qps-limits) qps=true; shift ;;
     --audit-log) audit=true; shift ;;
     --no-leader-election) leader=false; shift ;;
+    --controller-syncs) [ $# -ge 2 ] || die "--controller-syncs needs a number"; syncs=$2; shift 2 ;;
+    --controller-syncs=*) syncs=${1#*=}; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 0 ;;
     -*) die "unknown flag $1 (see --help)" ;;
     *) [ -z "$name" ] || die "more than one cluster name given"; name=$1; shift ;;
@@ -57,6 +63,7 @@ while [ $# -gt 0 ]; do
 done
 case $nodes in ''|*[!0-9]*) die "--nodes wants a positive number, got '$nodes'" ;; esac
 [ "$nodes" -ge 1 ] || die "--nodes wants at least 1"
+case $syncs in ''|[1-9]|[1-9][0-9]|[1-9][0-9][0-9]) ;; *) die "--controller-syncs wants 1 to 999, got '$syncs'" ;; esac
 name=${name:-gobrave-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')}
 
 start=$(date +%s.%N)
@@ -159,7 +166,7 @@ EOF
     # kwokctl passes --audit-policy-file and --audit-log-path (clusters/NAME/logs/audit.log).
     echo "  kubeAuditPolicy: $workdir/audit-policy.yaml"
   fi
-  if $audit || ! $leader; then
+  if $audit || ! $leader || [ -n "$syncs" ]; then
     echo "componentsPatches:"
   fi
   if $audit; then
@@ -171,15 +178,21 @@ EOF
     value: "1000000"
 EOF
   fi
+  # One patch per component, with all of its arguments.
+  if ! $leader || [ -n "$syncs" ]; then
+    echo "- name: kube-controller-manager"
+    echo "  extraArgs:"
+    if ! $leader; then
+      printf '  - key: leader-elect\n    value: "false"\n'
+    fi
+    if [ -n "$syncs" ]; then
+      for k in concurrent-deployment-syncs concurrent-replicaset-syncs concurrent-job-syncs; do
+        printf '  - key: %s\n    value: "%s"\n' "$k" "$syncs"
+      done
+    fi
+  fi
   if ! $leader; then
-    for c in kube-controller-manager kube-scheduler; do
-      cat <<EOF
-- name: $c
-  extraArgs:
-  - key: leader-elect
-    value: "false"
-EOF
-    done
+    printf -- '- name: kube-scheduler\n  extraArgs:\n  - key: leader-elect\n    value: "false"\n'
   fi
   for f in node-initialize node-heartbeat-with-lease pod-ready pod-complete pod-delete \
     pod-container-running-failed gobrave-pod-exit-code gobrave-pod-waiting gobrave-pod-crash-loop; do

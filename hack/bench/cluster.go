@@ -31,7 +31,7 @@ type cluster struct {
 }
 
 // startCluster runs hack/cluster-up.sh --audit-log; the caller must call down, also on error.
-func startCluster(ctx context.Context, root string, nodes int) (*cluster, error) {
+func startCluster(ctx context.Context, root string, nodes, syncs int) (*cluster, error) {
 	c := &cluster{root: root}
 	tmp, err := os.MkdirTemp("", "gobrave-bench.")
 	if err != nil {
@@ -39,7 +39,7 @@ func startCluster(ctx context.Context, root string, nodes int) (*cluster, error)
 	}
 	c.tmp = tmp
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "cluster-up.sh"),
-		"--nodes", fmt.Sprint(nodes), "--disable-qps-limits", "--audit-log", "--no-leader-election")
+		"--nodes", fmt.Sprint(nodes), "--disable-qps-limits", "--audit-log", "--no-leader-election", "--controller-syncs", fmt.Sprint(syncs))
 	cmd.Stderr = os.Stderr
 	cmd.Env = append(os.Environ(), "GOBRAVE_CLUSTER_DIR="+filepath.Join(tmp, "cluster"))
 	out, err := cmd.Output()

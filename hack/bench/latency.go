@@ -51,6 +51,7 @@ type latencyResult struct {
 	condToWatch   dist          // watch − lastTransitionTime: the bias of the second-resolution time
 	monitor       measured
 	monitorLast   time.Duration // last completion seen → monitor printed the last exit
+	initial       time.Duration // monitor start → its line of the (N+L)th change (approximate: from the driver's clock)
 	kwait         *measured
 	kwaitLast     time.Duration // last completion seen → kubectl wait returned
 	missing       int
@@ -128,31 +129,39 @@ func (s *scale) measureLatency(ctx context.Context) (*latencyResult, error) {
 		return res, fmt.Errorf("the benchmark's job watch did not sync")
 	}
 
-	// monitor --all: every record (N + L) first becomes running, then the L jobs exit.
-	allStarted := make(chan struct{})
+	// monitor --all --follow: every record (N + L) first changes once (the running slice and the
+	// latency jobs start, the deployments at 0 exit, the suspended jobs pause), then the L jobs exit.
+	latID := map[string]bool{}
+	for _, id := range ids {
+		latID[id] = true
+	}
+	allRecorded := make(chan struct{})
 	printed := map[string]time.Time{}
 	var monErr error
 	var monWG, kwWG sync.WaitGroup
 	mctx, mcancel := context.WithCancel(ctx)
 	defer func() { mcancel(); monWG.Wait(); kwWG.Wait() }()
-	started, exited := 0, 0
+	initial, exited := 0, 0
 	want := s.n + L
+	var recordedAt time.Time
 	monWG.Go(func() {
 		res.monitor, monErr = s.cl.run(mctx, procSpec{
-			argv: []string{s.o.plugin, "monitor", "--all", "-o", "json", "--state-db", db},
+			argv: []string{s.o.plugin, "monitor", "--all", "--follow", "-o", "json", "--state-db", db},
 			env:  s.cl.env,
 			ua:   pluginUA,
 			until: func(line string, at time.Time) bool {
 				var e struct{ RuntimeID, Type string }
-				if json.Unmarshal([]byte(line), &e) != nil {
+				if json.Unmarshal([]byte(line), &e) != nil || e.Type == "" {
 					return false
 				}
-				switch e.Type {
-				case string(store.ContainerStarted):
-					if started++; started == want {
-						close(allStarted)
+				if initial < want {
+					if initial++; initial == want {
+						recordedAt = at
+						close(allRecorded)
 					}
-				case string(store.ContainerExited):
+					return false
+				}
+				if e.Type == string(store.ContainerExited) && latID[e.RuntimeID] {
 					mu.Lock()
 					printed[e.RuntimeID] = at
 					mu.Unlock()
@@ -160,17 +169,19 @@ func (s *scale) measureLatency(ctx context.Context) (*latencyResult, error) {
 				}
 				return exited == L
 			},
-			timeout: 20 * time.Minute,
+			timeout: 60 * time.Minute,
 		})
 	})
+	monStart := time.Now()
 	select {
-	case <-allStarted:
+	case <-allRecorded:
+		res.initial = recordedAt.Sub(monStart)
 	case <-ctx.Done():
 		return res, ctx.Err()
-	case <-time.After(10 * time.Minute):
-		return res, fmt.Errorf("monitor --all did not record %d starts in 10 minutes", want)
+	case <-time.After(40 * time.Minute):
+		return res, fmt.Errorf("monitor --all did not record %d changes in 40 minutes (%d)", want, initial)
 	}
-	logf("N=%d latency: monitor --all has recorded every start; releasing %d jobs over 5 s, kubectl wait alongside", s.n, L)
+	logf("N=%d latency: monitor --all has recorded every change; releasing %d jobs over 5 s, kubectl wait alongside", s.n, L)
 
 	// kubectl wait --for=condition=complete on the same jobs, side by side.
 	var kwErr error

@@ -1,22 +1,23 @@
-// Command bench is the scale benchmark of `make bench` (docs/performance.md): for each N it starts a
-// kwok control plane of its own with an audit log (hack/cluster-up.sh --audit-log), creates N
-// gobrave workloads (half deployments, half held jobs) with client-go and records them in a state
-// database with pkg/store, then measures the built plugin as a real process:
+// Command bench is the scale benchmark of `make bench` (docs/performance.md). For each N it starts a
+// kwok control plane of its own with an audit log (hack/cluster-up.sh --audit-log), creates N gobrave
+// workloads with client-go (N/2 deployments, N/2 jobs; only a slice of -running runs pods, the rest
+// are deployments scaled to 0 and suspended jobs), records them in a state database with pkg/store,
+// then measures, side by side in the same run and as real processes:
 //
-//   - `recover --once` and `monitor --all`: API requests counted by the API server (audit log,
-//     User-Agent kubectl-gobrave/), wall time from process start to every state recorded, peak
-//     RSS — without and then with N unrelated, unlabelled deployments and jobs in the namespace;
-//   - the peers, in the same run on the same workloads: `kubectl wait` (jobs) and
-//     `kubectl rollout status` (deployments), the original per-ID design (cluster-wide unfiltered
-//     informers plus one GET per ID at client-go's default 5 QPS, burst 10; run by this binary as
-//     `bench baseline`, capped and extrapolated when N is large), and `kubectl get -l` against `ps`;
-//   - event-to-database latency: 1,000 held jobs are released within about 5 s while
-//     `monitor --all` runs, and each Job's Complete condition is compared with its events row.
+//   - `recover --once` of the plugin (every record changed while nothing watched);
+//   - the limit: hack/bench/limit, a bare streaming watch-list of the same objects by a minimal client-go
+//     program that drops every object;
+//   - `kubectl get deploy,job -l gobrave-workload -o name` of the same objects;
+//   - `ps` to /dev/null (N non-terminal records) and `ps -a` to its first row;
+//   - `monitor --all --follow`: peak RSS, and the delay from a job's completion seen by the bench's
+//     own watch to the monitor's line, with -latency-jobs held jobs released within about 5 s.
 //
-// It prints a markdown report on stdout (and to -out). The cluster is always removed, on errors
-// and on SIGINT/SIGTERM too. Linux only (peak RSS from rusage).
+// Wall time, peak RSS (rusage, through hack/bench/launch) and CPU of each, API requests from the API
+// server's audit log. It prints a markdown report on stdout (and to -out) and, with -charts, draws
+// wall time and RSS against N (PNG and SVG). The cluster is always removed, on errors and on
+// SIGINT/SIGTERM too. Linux only (peak RSS from rusage).
 //
-//	go run ./hack/bench -n 1000,5000 -plugin bin/kubectl-gobrave -out /tmp/bench.md
+//	go run ./hack/bench -n 1000,10000 -plugin bin/kubectl-gobrave -out /tmp/bench.md -charts /tmp/charts
 package main
 
 import (
@@ -33,8 +34,9 @@ import (
 	"time"
 )
 
-// launcher is the built hack/bench/launch, which runs every measured command.
-var launcher string
+// launcher is the built hack/bench/launch, which runs every measured command; limitBin the built
+// hack/bench/limit.
+var launcher, limitBin string
 
 type options struct {
 	ns          []int
@@ -42,8 +44,11 @@ type options struct {
 	out         string
 	reps        int
 	latencyJobs int
-	baselineCap int
-	peerCap     int
+	running     int
+	workers     int
+	syncs       int
+	limitMode   string
+	charts      string
 	skip        map[string]bool
 	storeBench  bool
 	root        string // repository root (hack/cluster-up.sh is found from it)
@@ -53,8 +58,6 @@ type options struct {
 func main() {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
-		case "baseline":
-			os.Exit(baselineMain(os.Args[2:]))
 		case "profile":
 			os.Exit(profileMain(os.Args[2:]))
 		case "idle":
@@ -63,20 +66,23 @@ func main() {
 	}
 	var o options
 	var ns, skip string
-	flag.StringVar(&ns, "n", "1000,5000", "comma-separated numbers of gobrave workloads (half deployments, half held jobs)")
+	flag.StringVar(&ns, "n", "1000,10000", "comma-separated numbers of gobrave workloads (half deployments, half jobs)")
 	flag.StringVar(&o.plugin, "plugin", "bin/kubectl-gobrave", "the built plugin (make build)")
 	flag.StringVar(&o.out, "out", "", "also write the markdown report to this file")
 	flag.IntVar(&o.reps, "reps", 3, "runs of each plugin and kubectl measurement (the median is reported)")
 	flag.IntVar(&o.latencyJobs, "latency-jobs", 1000, "jobs released at once for the event-to-database latency (0: skip)")
-	flag.IntVar(&o.baselineCap, "baseline-cap", 1000, "GETs the per-ID baseline makes before its time is extrapolated to N (0: no cap)")
-	flag.IntVar(&o.peerCap, "peer-cap", 0, "objects per kind kubectl wait / rollout status are run on before extrapolating (0: all)")
-	flag.StringVar(&skip, "skip", "", "comma-separated phases to skip: unrelated, peers, baseline, latency, ps")
+	flag.IntVar(&o.running, "running", 1000, "workloads with a running pod (half deployments at 1 replica, half held jobs); the rest have none")
+	flag.IntVar(&o.workers, "workers", 128, "concurrent creates")
+	flag.IntVar(&o.syncs, "controller-syncs", 50, "the controller manager's concurrent deployment, replica set and job syncs (hack/cluster-up.sh --controller-syncs)")
+	flag.StringVar(&o.limitMode, "limit-mode", "watch-list", "the limit program: watch-list (sendInitialEvents) or list (paginated)")
+	flag.StringVar(&o.charts, "charts", "", "write the charts (wall time and RSS against N, PNG and SVG) into this folder")
+	flag.StringVar(&skip, "skip", "", "comma-separated phases to skip: recover, limit, get, ps, latency")
 	flag.BoolVar(&o.storeBench, "store-bench", true, "also run the store benchmarks (ApplyBatch, Ps10k) and report them")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "also profile recover --once and monitor --all (CPU, allocations, gctrace) into this folder")
 	flag.Parse()
 	for _, s := range strings.Split(ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 2 || n%2 != 0 {
+		if err != nil || n < 2 || n%2 != 0 || n > 1_999_998 {
 			fmt.Fprintf(os.Stderr, "bench: -n wants even numbers >= 2, got %q\n", s)
 			os.Exit(2)
 		}
@@ -116,11 +122,14 @@ func run(o options) int {
 	}
 	defer os.RemoveAll(tmp)
 	launcher = filepath.Join(tmp, "launch")
-	build := exec.CommandContext(ctx, "go", "build", "-o", launcher, "./hack/bench/launch")
-	build.Dir, build.Stdout, build.Stderr = o.root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		logf("build hack/bench/launch: %v", err)
-		return 1
+	limitBin = filepath.Join(tmp, "limit")
+	for pkg, out := range map[string]string{"./hack/bench/launch": launcher, "./hack/bench/limit": limitBin} {
+		build := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+		build.Dir, build.Stdout, build.Stderr = o.root, os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			logf("build %s: %v", pkg, err)
+			return 1
+		}
 	}
 	rep := &report{started: time.Now()}
 	rep.env = environment(ctx, o)
@@ -146,6 +155,15 @@ func run(o options) int {
 		if ctx.Err() != nil {
 			break
 		}
+	}
+	rep.total = time.Since(rep.started)
+	if o.charts != "" && len(rep.scales) > 0 {
+		files, err := writeCharts(o.charts, rep.scales)
+		if err != nil {
+			logf("charts: %v", err)
+			rep.errors = append(rep.errors, fmt.Sprintf("charts: %v", err))
+		}
+		rep.charts = files
 	}
 	md := rep.markdown()
 	fmt.Print(md)

@@ -33,6 +33,8 @@ type procSpec struct {
 	timeout time.Duration
 	// stdout, when set, receives every stdout line.
 	stdout *strings.Builder
+	// devNull sends stdout to /dev/null (no lines are counted).
+	devNull bool
 }
 
 // measured is what one process run gave.
@@ -88,8 +90,16 @@ func (c *cluster) run(ctx context.Context, p procSpec) (measured, error) {
 	newGroup(cmd)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	var stdout io.ReadCloser
+	if p.devNull {
+		null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			return m, err
+		}
+		defer null.Close()
+		cmd.Stdout = null
+		stdout = io.NopCloser(strings.NewReader(""))
+	} else if stdout, err = cmd.StdoutPipe(); err != nil {
 		return m, err
 	}
 	m.Load = loadavg()

@@ -17,12 +17,20 @@ import (
 )
 
 const pluginUA = "kubectl-gobrave/"
+const limitUA = "gobrave-bench-limit/"
+
+// limitResult is what hack/bench/limit prints.
+type limitResult struct {
+	Mode    string         `json:"mode"`
+	Objects map[string]int `json:"objects"`
+	Ms      float64        `json:"ms"`
+}
+
 const kubectlUA = "kubectl/"
 
 // row is one measured command in the report.
 type row struct {
-	key      string // for ratios
-	phase    string
+	key      string // recover, limit, get, ps, psfirst, monitor
 	what     string
 	wall     time.Duration
 	spread   string
@@ -32,17 +40,22 @@ type row struct {
 	requests int
 	perObj   int
 	load     float64
-	extrap   bool   // wall and requests extrapolated (see note)
-	note     string // what the requests were, checks, extrapolation
+	note     string // what the requests were, checks
 }
 
 // scaleResult is everything measured at one N.
 type scaleResult struct {
-	n, nodes int
-	setup    []string
-	rows     []row
-	latency  *latencyResult
-	notes    []string
+	n, running, nodes int
+	setup             []string
+	created           time.Duration // the N objects created with client-go
+	settled           time.Duration // creation start to the controllers caught up
+	held              string        // what the cluster held
+	dbBytes           int64         // the database after a recover (N records, their histories)
+	events            int
+	rows              []row
+	latency           *latencyResult
+	notes             []string
+	total             time.Duration // this N, cluster up to down
 }
 
 func (s *scaleResult) find(key string) *row {
@@ -58,8 +71,9 @@ func (s *scaleResult) find(key string) *row {
 type scale struct {
 	o        options
 	n        int
+	load     loadShape
 	cl       *cluster
-	template string // the database with the N gobrave records, all created
+	template string // the database with the N gobrave records (see recordLoad)
 	res      *scaleResult
 	runs     int
 }
@@ -70,17 +84,24 @@ func (s *scale) dbCopy() (string, error) {
 }
 
 func runScale(ctx context.Context, o options, n int) (*scaleResult, error) {
-	res := &scaleResult{n: n, nodes: (2*n+o.latencyJobs)/100 + 2}
-	s := &scale{o: o, n: n, res: res}
+	t00 := time.Now()
+	l := loadShape{n: n, running: min(n, o.running)}
+	lat := o.latencyJobs
+	if o.skip["latency"] {
+		lat = 0
+	}
+	res := &scaleResult{n: n, running: l.running, nodes: (l.running+lat)/100 + 2}
+	defer func() { res.total = time.Since(t00) }()
+	s := &scale{o: o, n: n, load: l, res: res}
 	logf("N=%d: starting a cluster with %d nodes", n, res.nodes)
 	t0 := time.Now()
-	cl, err := startCluster(ctx, o.root, res.nodes)
+	cl, err := startCluster(ctx, o.root, res.nodes, o.syncs)
 	defer cl.down()
 	if err != nil {
 		return res, err
 	}
 	s.cl = cl
-	res.setup = append(res.setup, fmt.Sprintf("cluster with %d nodes up in %s", res.nodes, secs(time.Since(t0))))
+	res.setup = append(res.setup, fmt.Sprintf("cluster with %d nodes up in %s (controller manager: %d concurrent deployment, replica set and job syncs)", res.nodes, secs(time.Since(t0)), o.syncs))
 	c := cl.client
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNS}}, metav1.CreateOptions{}); err != nil {
 		return res, err
@@ -117,64 +138,59 @@ func runScale(ctx context.Context, o options, n int) (*scaleResult, error) {
 	if err != nil {
 		return res, err
 	}
-	res.notes = append(res.notes, fmt.Sprintf("RSS floors (a process that does nothing): the plugin (`version --client`) %s MiB, kubectl (`version --client`) %s MiB, this benchmark's binary, which runs the per-ID baseline, %s MiB",
+	res.notes = append(res.notes, fmt.Sprintf("RSS floors (a process that does nothing): the plugin (`version --client`) %s MiB, kubectl (`version --client`) %s MiB, this benchmark's binary %s MiB",
 		mib(floorP.MaxRSS), mib(floorK.MaxRSS), mib(floorB.MaxRSS)))
 
+	// The load.
+	specs, runs := l.specs()
+	logf("N=%d: creating %d gobrave workloads (%d with pods) with %d workers", n, n, l.running, o.workers)
 	t0 = time.Now()
-	logf("N=%d: creating %d gobrave workloads", n, n)
-	made, err := createGobrave(ctx, c, gobraveSpecs(n))
+	made, err := createLoad(ctx, c, specs, runs, o.workers)
 	if err != nil {
-		return res, fmt.Errorf("create gobrave workloads: %w", err)
+		return res, fmt.Errorf("create the load: %w", err)
 	}
+	res.created = time.Since(t0)
+	logf("N=%d: %d objects created in %s (%.0f/s); waiting for the controllers", n, n, secs(res.created), float64(n)/res.created.Seconds())
+	st, err := waitSettled(ctx, c, l, 60*time.Minute)
+	if err != nil {
+		return res, err
+	}
+	res.settled = time.Since(t0)
+	res.held = fmt.Sprintf("%d deployments (%d at 1 replica, ready; %d scaled to 0) and %d jobs (%d running a held pod; %d suspended) labelled gobrave-workload, with the gobrave.dev/spec annotation; the deployment controller adds one ReplicaSet per deployment (%d)",
+		l.perKind(), l.runPerKind(), l.idlePerKind(), l.perKind(), l.runPerKind(), l.idlePerKind(), l.perKind())
+	res.setup = append(res.setup,
+		fmt.Sprintf("%d objects created with client-go (%d workers, QPS/burst 2000) in %s: %.0f objects/s", n, o.workers, secs(res.created), float64(n)/res.created.Seconds()),
+		fmt.Sprintf("controllers caught up (%d running, %d scaled to 0 observed, %d suspended) %s after the first create", st.started, st.exited, st.paused, secs(res.settled)))
+
+	t0 = time.Now()
 	s.template = filepath.Join(cl.tmp, "template", "state.db")
 	if err := os.MkdirAll(filepath.Dir(s.template), 0o700); err != nil {
 		return res, err
 	}
-	if err := record(ctx, s.template, made); err != nil {
+	if err := recordLoad(ctx, s.template, made, runs); err != nil {
 		return res, fmt.Errorf("record: %w", err)
 	}
-	created := time.Since(t0)
-	if err := waitRunning(ctx, c, "gobrave-workload", n/2, n/2, 30*time.Minute); err != nil {
-		return res, err
-	}
-	res.setup = append(res.setup, fmt.Sprintf("%d gobrave workloads created and recorded in %s, all running after %s", n, secs(created), secs(time.Since(t0))))
+	res.setup = append(res.setup, fmt.Sprintf("the plugin's %d records (store.Put, then ApplyBatch of %d starts) written in %s", n, n-l.running, secs(time.Since(t0))))
 
-	if err := s.measurePlugin(ctx, "gobrave only"); err != nil {
-		return res, err
-	}
-	if o.skip["unrelated"] {
-		return res, nil
-	}
-	t0 = time.Now()
-	logf("N=%d: creating %d unrelated deployments and jobs", n, n)
-	if err := createUnrelated(ctx, c, n); err != nil {
-		return res, fmt.Errorf("create unrelated workloads: %w", err)
-	}
-	if err := waitRunning(ctx, c, "!gobrave-workload", n/2, n/2, 30*time.Minute); err != nil {
-		return res, err
-	}
-	res.setup = append(res.setup, fmt.Sprintf("%d unrelated workloads (no gobrave label, same namespace) running after %s", n, secs(time.Since(t0))))
-	if err := s.measurePlugin(ctx, "with unrelated"); err != nil {
-		return res, err
-	}
-	if !o.skip["ps"] {
-		if err := s.measurePs(ctx); err != nil {
+	for _, p := range []struct {
+		name string
+		fn   func(context.Context) error
+	}{
+		{"recover", s.measureRecover},
+		{"limit", s.measureLimit},
+		{"get", s.measureGet},
+		{"ps", s.measurePs},
+	} {
+		if o.skip[p.name] {
+			continue
+		}
+		if err := p.fn(ctx); err != nil {
 			return res, err
 		}
 	}
-	if !o.skip["peers"] {
-		if err := s.measureKubectl(ctx); err != nil {
-			return res, err
-		}
-	}
-	if !o.skip["baseline"] {
-		if err := s.measureBaseline(ctx); err != nil {
-			return res, err
-		}
-	}
-	if !o.skip["latency"] && o.latencyJobs > 0 {
-		l, err := s.measureLatency(ctx)
-		res.latency = l
+	if lat > 0 {
+		lr, err := s.measureLatency(ctx)
+		res.latency = lr
 		if err != nil {
 			return res, err
 		}
@@ -182,17 +198,16 @@ func runScale(ctx context.Context, o options, n int) (*scaleResult, error) {
 	return res, nil
 }
 
-// medianRow turns repeated runs into a row (median wall time; its RSS, CPU and requests).
 // medianRow turns repeated runs into a row: the median wall time (with its run's CPU, requests and
 // load) and, separately, the median peak RSS, with the ranges.
-func medianRow(key, phase, what string, ms []measured) row {
+func medianRow(key, what string, ms []measured) row {
 	m := median(ms)
 	rss := make([]int64, len(ms))
 	for i, x := range ms {
 		rss[i] = x.MaxRSS
 	}
 	slices.Sort(rss)
-	r := row{key: key, phase: phase, what: what, wall: m.Wall, spread: spread(ms), rss: rss[len(rss)/2], cpu: m.CPU,
+	r := row{key: key, what: what, wall: m.Wall, spread: spread(ms), rss: rss[len(rss)/2], cpu: m.CPU,
 		requests: len(m.Requests), perObj: perObjectCount(m.Requests), load: m.Load, note: summarize(m.Requests)}
 	if len(rss) > 1 {
 		r.rssRange = mib(rss[0]) + "–" + mib(rss[len(rss)-1])
@@ -200,78 +215,172 @@ func medianRow(key, phase, what string, ms []measured) row {
 	return r
 }
 
-// measurePlugin runs `recover --once` and `monitor --all` on fresh copies of the database.
-func (s *scale) measurePlugin(ctx context.Context, phase string) error {
-	key := "clean"
-	if phase != "gobrave only" {
-		key = "unrelated"
-	}
+// measureRecover runs `recover --once` on fresh copies of the database; every record has changed.
+func (s *scale) measureRecover(ctx context.Context) error {
 	var runs []measured
 	for i := range s.o.reps {
 		db, err := s.dbCopy()
 		if err != nil {
 			return err
 		}
-		logf("N=%d %s: recover --once (%d/%d)", s.n, phase, i+1, s.o.reps)
+		logf("N=%d: recover --once (%d/%d)", s.n, i+1, s.o.reps)
 		var out strings.Builder
 		m, err := s.cl.run(ctx, procSpec{
-			argv:   []string{s.o.plugin, "recover", "--once", "--state-db", db},
-			env:    s.cl.env,
-			ua:     pluginUA,
-			stdout: &out,
+			argv:    []string{s.o.plugin, "recover", "--once", "--state-db", db},
+			env:     s.cl.env,
+			ua:      pluginUA,
+			stdout:  &out,
+			timeout: 60 * time.Minute,
 		})
 		if err != nil {
 			return err
 		}
-		if got, want := lastLine(out.String()), fmt.Sprintf("reattached %d, changed %d, now terminal 0", s.n, s.n); got != want {
-			return fmt.Errorf("recover --once printed %q, want %q", got, want)
+		if got := lastLine(out.String()); !strings.Contains(got, fmt.Sprintf("changed %d,", s.n)) {
+			return fmt.Errorf("recover --once printed %q, want every one of the %d records changed", got, s.n)
 		}
-		if err := s.checkRunning(ctx, db, "recover --once"); err != nil {
+		if err := s.checkRecovered(ctx, db); err != nil {
 			return err
+		}
+		if i == 0 {
+			if s.res.dbBytes, s.res.events, err = dbSize(ctx, db); err != nil {
+				return err
+			}
 		}
 		runs = append(runs, m)
 	}
-	r := medianRow("recover/"+key, phase, "`kubectl gobrave recover --once`", runs)
-	s.res.rows = append(s.res.rows, r)
-
-	runs = nil
-	for i := range s.o.reps {
-		db, err := s.dbCopy()
-		if err != nil {
-			return err
-		}
-		logf("N=%d %s: monitor --all (%d/%d)", s.n, phase, i+1, s.o.reps)
-		started := 0
-		m, err := s.cl.run(ctx, procSpec{
-			argv: []string{s.o.plugin, "monitor", "--all", "-o", "json", "--state-db", db},
-			env:  s.cl.env,
-			ua:   pluginUA,
-			until: func(line string, _ time.Time) bool {
-				var e struct{ Type string }
-				if json.Unmarshal([]byte(line), &e) == nil && e.Type == string(store.ContainerStarted) {
-					started++
-				}
-				return started == s.n
-			},
-		})
-		if err != nil {
-			return err
-		}
-		if err := s.checkRunning(ctx, db, "monitor --all"); err != nil {
-			return err
-		}
-		runs = append(runs, m)
-	}
-	r = medianRow("monitor/"+key, phase, "`kubectl gobrave monitor --all` (to the last state recorded)", runs)
-	s.res.rows = append(s.res.rows, r)
-	if s.o.profileDir != "" && key == "clean" {
+	s.res.rows = append(s.res.rows, medianRow("recover", "`kubectl gobrave recover --once`", runs))
+	if s.o.profileDir != "" {
 		return s.profile(ctx)
 	}
 	return nil
 }
 
-// profile runs recover --once and monitor --all once more each in the driver's `profile` mode (CPU
-// and allocation profiles) and once with GODEBUG=gctrace=1 (the heap over time), into -profile-dir.
+// checkRecovered fails unless the database holds what the cluster does.
+func (s *scale) checkRecovered(ctx context.Context, db string) error {
+	st, err := states(ctx, db)
+	if err != nil {
+		return err
+	}
+	l := s.load
+	want := map[store.State]int{store.StateRunning: l.running, store.StateExited: l.idlePerKind(), store.StatePaused: l.idlePerKind()}
+	for k, v := range want {
+		if v == 0 {
+			delete(want, k)
+		}
+	}
+	if fmt.Sprint(st) != fmt.Sprint(want) {
+		return fmt.Errorf("recover left %v in the database, want %v", st, want)
+	}
+	return nil
+}
+
+// dbSize is the size of a closed database (the file; the WAL is checkpointed and removed at the
+// last close) and the number of its events.
+func dbSize(ctx context.Context, path string) (int64, int, error) {
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		return 0, 0, err
+	}
+	evs, err := st.EventsSince(ctx, 0)
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	var size int64
+	for _, suffix := range []string{"", "-wal"} {
+		if fi, err := os.Stat(path + suffix); err == nil {
+			size += fi.Size()
+		}
+	}
+	return size, len(evs), nil
+}
+
+// measureLimit runs the limit program (hack/bench/limit): a bare streaming watch-list of the same
+// objects, decoded and dropped.
+func (s *scale) measureLimit(ctx context.Context) error {
+	var runs []measured
+	var last limitResult
+	for i := range s.o.reps {
+		logf("N=%d: the limit program, %s (%d/%d)", s.n, s.o.limitMode, i+1, s.o.reps)
+		var out strings.Builder
+		m, err := s.cl.run(ctx, procSpec{argv: []string{limitBin, "-kubeconfig", s.cl.kubeconfig, "-mode", s.o.limitMode},
+			env: s.cl.env, ua: limitUA, stdout: &out})
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal([]byte(lastLine(out.String())), &last); err != nil {
+			return fmt.Errorf("limit printed %q: %w", out.String(), err)
+		}
+		if got := last.Objects["deployments"] + last.Objects["jobs"]; got != s.n {
+			return fmt.Errorf("the limit program received %d objects (%v), want %d", got, last.Objects, s.n)
+		}
+		runs = append(runs, m)
+	}
+	r := medianRow("limit", fmt.Sprintf("limit: a bare %s of the same deployments and jobs (client-go, protobuf, objects dropped)", last.Mode), runs)
+	s.res.rows = append(s.res.rows, r)
+	return nil
+}
+
+// measureGet runs `kubectl get deploy,job -l gobrave-workload -o name` on the same objects.
+func (s *scale) measureGet(ctx context.Context) error {
+	var runs []measured
+	for i := range s.o.reps {
+		logf("N=%d: kubectl get -o name (%d/%d)", s.n, i+1, s.o.reps)
+		m, err := s.cl.run(ctx, procSpec{argv: []string{s.cl.kubectl(), "get", "deploy,job", "-n", benchNS, "-l", "gobrave-workload", "-o", "name"},
+			env: s.cl.env, ua: kubectlUA})
+		if err != nil {
+			return err
+		}
+		if m.Lines != s.n {
+			return fmt.Errorf("kubectl get -o name printed %d lines, want %d", m.Lines, s.n)
+		}
+		runs = append(runs, m)
+	}
+	s.res.rows = append(s.res.rows, medianRow("get", "`kubectl get deploy,job -n bench -l gobrave-workload -o name`", runs))
+	return nil
+}
+
+// measurePs runs `ps` (every record non-terminal: the template database) to /dev/null, and
+// `ps -a` until its first row.
+func (s *scale) measurePs(ctx context.Context) error {
+	db, err := s.dbCopy()
+	if err != nil {
+		return err
+	}
+	// Once to a pipe, to check the rows.
+	m, err := s.cl.run(ctx, procSpec{argv: []string{s.o.plugin, "ps", "--state-db", db}, env: s.cl.env, ua: pluginUA})
+	if err != nil {
+		return err
+	}
+	if m.Lines != s.n+1 {
+		return fmt.Errorf("ps printed %d lines, want %d", m.Lines, s.n+1)
+	}
+	var ps, first []measured
+	for i := range s.o.reps {
+		logf("N=%d: ps > /dev/null and ps -a to its first row (%d/%d)", s.n, i+1, s.o.reps)
+		m, err := s.cl.run(ctx, procSpec{argv: []string{s.o.plugin, "ps", "--state-db", db}, env: s.cl.env, ua: pluginUA, devNull: true})
+		if err != nil {
+			return err
+		}
+		ps = append(ps, m)
+		lines := 0
+		m, err = s.cl.run(ctx, procSpec{argv: []string{s.o.plugin, "ps", "-a", "--state-db", db}, env: s.cl.env, ua: pluginUA,
+			until: func(string, time.Time) bool { lines++; return lines == 2 }}) // the header, then the first row
+		if err != nil {
+			return err
+		}
+		first = append(first, m)
+	}
+	s.res.rows = append(s.res.rows,
+		medianRow("ps", fmt.Sprintf("`kubectl gobrave ps > /dev/null` (%d non-terminal records)", s.n), ps),
+		medianRow("psfirst", "`kubectl gobrave ps -a`: its first row (to a pipe)", first))
+	return nil
+}
+
+// profile runs recover --once once more in the driver's `profile` mode (CPU and allocation
+// profiles) and once with GODEBUG=gctrace=1 (the heap over time), into -profile-dir.
 func (s *scale) profile(ctx context.Context) error {
 	self, err := os.Executable()
 	if err != nil {
@@ -281,193 +390,23 @@ func (s *scale) profile(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	for _, verb := range []string{"recover", "monitor"} {
-		args := []string{"recover", "--once"}
-		if verb == "monitor" {
-			args = []string{"monitor", "--all", "-o", "json"}
-		}
-		untilAll := func() func(string, time.Time) bool { // a fresh count for each run
-			if verb == "recover" {
-				return nil
-			}
-			started := 0
-			return func(line string, _ time.Time) bool {
-				var e struct{ Type string }
-				if json.Unmarshal([]byte(line), &e) == nil && e.Type == string(store.ContainerStarted) {
-					started++
-				}
-				return started == s.n
-			}
-		}
-		db, err := s.dbCopy()
-		if err != nil {
-			return err
-		}
-		logf("N=%d: profiling %s", s.n, verb)
-		argv := append([]string{self, "profile", "-cpuprofile", filepath.Join(dir, verb+".cpu"), "-memprofile", filepath.Join(dir, verb+".mem"), "--"}, args...)
-		if _, err := s.cl.run(ctx, procSpec{argv: append(argv, "--state-db", db), env: s.cl.env, until: untilAll()}); err != nil {
-			return err
-		}
-		if db, err = s.dbCopy(); err != nil {
-			return err
-		}
-		m, err := s.cl.run(ctx, procSpec{argv: append([]string{s.o.plugin}, append(args, "--state-db", db)...),
-			env: append(slices.Clone(s.cl.env), "GODEBUG=gctrace=1"), until: untilAll()})
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, verb+".gctrace"), []byte(fmt.Sprintf("peak RSS %d KiB\n%s", m.MaxRSS, m.Stderr)), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkRunning fails unless every record of the database is running.
-func (s *scale) checkRunning(ctx context.Context, db, what string) error {
-	st, err := states(ctx, db)
-	if err != nil {
-		return err
-	}
-	if st[store.StateRunning] != s.n {
-		return fmt.Errorf("%s left %v in the database, want %d running", what, st, s.n)
-	}
-	return nil
-}
-
-// measurePs compares `ps` over the recorded database with `kubectl get deploy,job -A -l`.
-func (s *scale) measurePs(ctx context.Context) error {
+	args := []string{"recover", "--once"}
 	db, err := s.dbCopy()
 	if err != nil {
 		return err
 	}
-	// Every record running, as after a recover.
-	if _, err := s.cl.run(ctx, procSpec{argv: []string{s.o.plugin, "recover", "--once", "--state-db", db}, env: s.cl.env}); err != nil {
+	logf("N=%d: profiling recover", s.n)
+	argv := append([]string{self, "profile", "-cpuprofile", filepath.Join(dir, "recover.cpu"), "-memprofile", filepath.Join(dir, "recover.mem"), "--"}, args...)
+	if _, err := s.cl.run(ctx, procSpec{argv: append(argv, "--state-db", db), env: s.cl.env, timeout: 60 * time.Minute}); err != nil {
 		return err
 	}
-	var ps, get []measured
-	for i := range s.o.reps {
-		logf("N=%d: ps and kubectl get (%d/%d)", s.n, i+1, s.o.reps)
-		m, err := s.cl.run(ctx, procSpec{argv: []string{s.o.plugin, "ps", "--state-db", db}, env: s.cl.env, ua: pluginUA})
-		if err != nil {
-			return err
-		}
-		if m.Lines != s.n+1 {
-			return fmt.Errorf("ps printed %d lines, want %d", m.Lines, s.n+1)
-		}
-		ps = append(ps, m)
-		m, err = s.cl.run(ctx, procSpec{argv: []string{s.cl.kubectl(), "get", "deploy,job", "-A", "-l", "gobrave-workload"}, env: s.cl.env, ua: kubectlUA})
-		if err != nil {
-			return err
-		}
-		if m.Lines < s.n+1 {
-			return fmt.Errorf("kubectl get printed %d lines, want at least %d", m.Lines, s.n+1)
-		}
-		get = append(get, m)
+	if db, err = s.dbCopy(); err != nil {
+		return err
 	}
-	s.res.rows = append(s.res.rows,
-		medianRow("ps", "with unrelated", "`kubectl gobrave ps` (the database only)", ps),
-		medianRow("get", "with unrelated", "`kubectl get deploy,job -A -l gobrave-workload`", get))
-	return nil
-}
-
-// measureKubectl runs what users reach for today: kubectl wait on the jobs being running (held jobs
-// never complete) and kubectl rollout status on the deployments.
-func (s *scale) measureKubectl(ctx context.Context) error {
-	perKind := s.n / 2
-	sel := "gobrave-workload"
-	scaleBy := 1.0
-	if s.o.peerCap > 0 && perKind > s.o.peerCap {
-		// The first peerCap of each kind by name: svc-00000.. and task-00000.. .
-		var names []string
-		for i := range s.o.peerCap {
-			names = append(names, fmt.Sprintf("svc-%05d", i), fmt.Sprintf("task-%05d", i))
-		}
-		sel = "gobrave-workload in (" + strings.Join(names, ",") + ")"
-		scaleBy = float64(perKind) / float64(s.o.peerCap)
-	}
-	var wait, rollout []measured
-	for i := range s.o.reps {
-		logf("N=%d: kubectl wait (jobs) and kubectl rollout status (deployments) (%d/%d)", s.n, i+1, s.o.reps)
-		m, err := s.cl.run(ctx, procSpec{argv: []string{s.cl.kubectl(), "wait", "--for=jsonpath={.status.ready}=1", "job",
-			"-n", benchNS, "-l", sel, "--timeout=60m"}, env: s.cl.env, ua: kubectlUA, timeout: 90 * time.Minute})
-		if err != nil {
-			return err
-		}
-		wait = append(wait, m)
-		m, err = s.cl.run(ctx, procSpec{argv: []string{s.cl.kubectl(), "rollout", "status", "deployment",
-			"-n", benchNS, "-l", sel, "--timeout=60m"}, env: s.cl.env, ua: kubectlUA, timeout: 90 * time.Minute})
-		if err != nil {
-			return err
-		}
-		rollout = append(rollout, m)
-		if scaleBy > 1 || perKind > 1000 {
-			break // long runs (minutes at 5 QPS): once
-		}
-	}
-	w := medianRow("kwait", "with unrelated", "`kubectl wait --for=jsonpath={.status.ready}=1 job -l gobrave-workload`", wait)
-	r := medianRow("rollout", "with unrelated", "`kubectl rollout status deployment -l gobrave-workload`", rollout)
-	both := row{key: "kubectl", phase: "with unrelated", what: "both kubectl commands, one after the other",
-		wall: w.wall + r.wall, rss: max(w.rss, r.rss), cpu: w.cpu + r.cpu, requests: w.requests + r.requests,
-		perObj: w.perObj + r.perObj, load: w.load}
-	if scaleBy > 1 {
-		for _, x := range []*row{&w, &r, &both} {
-			x.extrap = true
-			x.note = fmt.Sprintf("EXTRAPOLATED ×%.1f from %d objects per kind (wall and per-object requests); measured: %s, %d requests (%s)",
-				scaleBy, s.o.peerCap, secs(x.wall), x.requests, x.note)
-			x.wall = time.Duration(float64(x.wall) * scaleBy)
-			x.requests = x.requests - x.perObj + int(float64(x.perObj)*scaleBy)
-			x.perObj = int(float64(x.perObj) * scaleBy)
-		}
-	}
-	s.res.rows = append(s.res.rows, w, r, both)
-	return nil
-}
-
-// measureBaseline runs the original per-ID design (bench baseline) on a fresh database.
-func (s *scale) measureBaseline(ctx context.Context) error {
-	db, err := s.dbCopy()
+	m, err := s.cl.run(ctx, procSpec{argv: append([]string{s.o.plugin}, append(args, "--state-db", db)...),
+		env: append(slices.Clone(s.cl.env), "GODEBUG=gctrace=1"), timeout: 60 * time.Minute})
 	if err != nil {
 		return err
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	limit := 0
-	if s.o.baselineCap > 0 && s.n > s.o.baselineCap {
-		limit = s.o.baselineCap
-	}
-	gets := s.n
-	if limit > 0 {
-		gets = limit
-	}
-	logf("N=%d: the per-ID baseline (%d GETs at 5 QPS: about %d s)", s.n, gets, gets/5)
-	var stdout strings.Builder
-	m, err := s.cl.run(ctx, procSpec{argv: []string{self, "baseline", "-kubeconfig", s.cl.kubeconfig, "-state-db", db, "-limit", fmt.Sprint(limit)},
-		env: s.cl.env, ua: baselineUA, stdout: &stdout, timeout: 2 * time.Hour})
-	if err != nil {
-		return err
-	}
-	var b baselineResult
-	if err := json.Unmarshal([]byte(stdout.String()), &b); err != nil {
-		return fmt.Errorf("baseline output %q: %w", stdout.String(), err)
-	}
-	r := row{key: "baseline", phase: "with unrelated", what: "per-ID baseline: unfiltered cluster-wide informers + one GET per ID at 5 QPS, burst 10",
-		wall: m.Wall, rss: m.MaxRSS, cpu: m.CPU, requests: len(m.Requests), perObj: perObjectCount(m.Requests), load: m.Load}
-	r.note = fmt.Sprintf("informers synced after %.2f s with %d objects cached; %d GETs in %.1f s; %d states recorded", b.SyncMs/1000, b.Cached, b.GETs, b.GETsMs/1000, b.Recorded)
-	if b.GETs < b.IDs {
-		scaleBy := float64(b.IDs) / float64(b.GETs)
-		r.extrap = true
-		measuredWall := r.wall
-		r.wall += time.Duration((scaleBy - 1) * b.GETsMs * float64(time.Millisecond))
-		r.requests = r.requests - r.perObj + b.IDs
-		r.perObj = b.IDs
-		r.note = fmt.Sprintf("EXTRAPOLATED: measured the first %d of %d GETs (%s wall, %d requests), the GET time scaled ×%.1f; %s",
-			b.GETs, b.IDs, secs(measuredWall), len(m.Requests), scaleBy, r.note)
-	} else if b.Recorded != s.n {
-		return fmt.Errorf("baseline recorded %d states, want %d", b.Recorded, s.n)
-	}
-	s.res.rows = append(s.res.rows, r)
-	return nil
+	return os.WriteFile(filepath.Join(dir, "recover.gctrace"), []byte(fmt.Sprintf("peak RSS %d KiB\n%s", m.MaxRSS, m.Stderr)), 0o644)
 }

@@ -10,9 +10,6 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -34,18 +31,6 @@ const (
 type made struct {
 	s   spec.ContainerSpec
 	uid string
-}
-
-// gobraveSpecs are n workloads: n/2 deployments svc-NNNNN and n/2 held jobs task-NNNNN.
-func gobraveSpecs(n int) []spec.ContainerSpec {
-	specs := make([]spec.ContainerSpec, 0, n)
-	for i := range n / 2 {
-		specs = append(specs,
-			spec.ContainerSpec{Name: fmt.Sprintf("svc-%05d", i), Image: benchImage, WorkloadKind: runtimeid.KindDeployment},
-			spec.ContainerSpec{Name: fmt.Sprintf("task-%05d", i), Image: benchImage, WorkloadKind: runtimeid.KindJob,
-				Labels: map[string]string{labelHold: "true"}})
-	}
-	return specs
 }
 
 // latencySpecs are n held jobs lat-NNNNN, released later by removing the hold label from their pods.
@@ -127,46 +112,6 @@ func createGobrave(ctx context.Context, c kubernetes.Interface, specs []spec.Con
 		return nil
 	})
 	return out, err
-}
-
-// createUnrelated creates n/2 deployments other-svc-NNNNN and n/2 held jobs other-task-NNNNN with
-// no gobrave label, in the same namespace as the gobrave workloads.
-func createUnrelated(ctx context.Context, c kubernetes.Interface, n int) error {
-	one := int32(1)
-	zero := int32(0)
-	container := []corev1.Container{{Name: "main", Image: benchImage, Args: []string{"serve", "--port", "8080"}}}
-	return parallel(ctx, n, func(i int) error {
-		if i%2 == 0 {
-			name := fmt.Sprintf("other-svc-%05d", i/2)
-			labels := map[string]string{"app": name}
-			d := &appsv1.Deployment{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNS, Labels: labels},
-				Spec: appsv1.DeploymentSpec{
-					Replicas: &one,
-					Selector: &metav1.LabelSelector{MatchLabels: labels},
-					Template: corev1.PodTemplateSpec{
-						ObjectMeta: metav1.ObjectMeta{Labels: labels},
-						Spec:       corev1.PodSpec{Containers: container},
-					},
-				},
-			}
-			_, err := c.AppsV1().Deployments(benchNS).Create(ctx, d, metav1.CreateOptions{})
-			return err
-		}
-		name := fmt.Sprintf("other-task-%05d", i/2)
-		j := &batchv1.Job{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNS, Labels: map[string]string{"app": name}},
-			Spec: batchv1.JobSpec{
-				BackoffLimit: &zero,
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name, labelHold: "true"}},
-					Spec:       corev1.PodSpec{Containers: container, RestartPolicy: corev1.RestartPolicyNever},
-				},
-			},
-		}
-		_, err := c.BatchV1().Jobs(benchNS).Create(ctx, j, metav1.CreateOptions{})
-		return err
-	})
 }
 
 // record puts every workload in the state database at path as TestRequestCount does: state

@@ -3,9 +3,13 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/spec"
 )
 
 // Next is the state machine: the state a workload in state cur moves to on
@@ -125,6 +129,14 @@ func (s *Store) Apply(ctx context.Context, t Transition) (Event, bool, error) {
 // ApplyBatch applies the transitions in order in one transaction: all of
 // them or, on an error (such as an unknown runtime ID, wrapping ErrNotFound),
 // none. The result has one Applied per transition.
+//
+// The transaction reads the records of the batch in one query (its IDs as
+// one JSON array), moves them
+// in memory, inserts one events row per recorded transition and writes the
+// records that changed in one statement at the end: three statements and a
+// round trip per event, where a transition used to cost a read, an insert
+// and an update (docs/performance.md, "Store"). The write lock held from
+// BEGIN IMMEDIATE keeps other processes out between the read and the write.
 func (s *Store) ApplyBatch(ctx context.Context, ts []Transition) ([]Applied, error) {
 	for _, t := range ts {
 		if t.RuntimeID == "" {
@@ -139,7 +151,7 @@ func (s *Store) ApplyBatch(ctx context.Context, ts []Transition) ([]Applied, err
 	}
 	var out []Applied
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		a, err := newApplier(ctx, tx)
+		a, err := newApplier(ctx, s, tx, ts)
 		if err != nil {
 			return err
 		}
@@ -153,6 +165,17 @@ func (s *Store) ApplyBatch(ctx context.Context, ts []Transition) ([]Applied, err
 			}
 			res = append(res, r)
 		}
+		if err := a.flush(ctx, now); err != nil {
+			return err
+		}
+		// The specs, decoded meanwhile on another goroutine.
+		specs, err := a.specs()
+		if err != nil {
+			return err
+		}
+		for i := range res {
+			res[i].Workload.Spec = specs[res[i].Workload.RuntimeID]
+		}
 		out = res
 		return nil
 	})
@@ -162,21 +185,31 @@ func (s *Store) ApplyBatch(ctx context.Context, ts []Transition) ([]Applied, err
 	return out, nil
 }
 
-// applier holds the statements of one ApplyBatch transaction.
+// applier is one ApplyBatch transaction: the records of its runtime IDs,
+// moved in memory, and the statements it reuses.
 type applier struct {
-	get, insert, insertObserved, update, seenBefore *sql.Stmt
+	s                                  *Store
+	tx                                 *sql.Tx
+	insert, insertObserved, seenBefore *sql.Stmt
+	recs                               map[string]*Workload
+	dirty                              []string // runtime IDs whose record moved, in first-move order
+	isDirty                            map[string]bool
+	decoded                            chan decodedSpecs
 }
 
-func newApplier(ctx context.Context, tx *sql.Tx) (*applier, error) {
-	a := &applier{}
+type decodedSpecs struct {
+	specs map[string]spec.ContainerSpec
+	err   error
+}
+
+func newApplier(ctx context.Context, s *Store, tx *sql.Tx, ts []Transition) (*applier, error) {
+	a := &applier{s: s, tx: tx, recs: make(map[string]*Workload, len(ts)), isDirty: map[string]bool{}}
 	for _, p := range []struct {
 		stmt **sql.Stmt
 		q    string
 	}{
-		{&a.get, "SELECT " + workloadColumns + " FROM workloads WHERE runtime_id = ?"},
 		{&a.insert, insertEvent(false)},
 		{&a.insertObserved, insertEvent(true)},
-		{&a.update, "UPDATE workloads SET state = ?, message = ?, uid = ?, epoch = ?, request = ?, expect = ?, updated_at = ?, reason = ?, exit_code = ?, started_at = ?, finished_at = ? WHERE runtime_id = ?"},
 		{&a.seenBefore, "SELECT EXISTS (SELECT 1 FROM events WHERE runtime_id = ? AND uid = ? AND epoch < ?)"},
 	} {
 		st, err := tx.PrepareContext(ctx, p.q)
@@ -186,25 +219,172 @@ func newApplier(ctx context.Context, tx *sql.Tx) (*applier, error) {
 		}
 		*p.stmt = st
 	}
+	// Every record of the batch, in one query per chunk of IDs; the specs
+	// (JSON) are decoded on another goroutine while the events are written.
+	var ids []string
+	for _, t := range ts {
+		if _, ok := a.recs[t.RuntimeID]; !ok {
+			a.recs[t.RuntimeID] = nil
+			ids = append(ids, t.RuntimeID)
+		}
+	}
+	raw := make(map[string][]byte, len(ids))
+	q, err := s.readRecords(ctx)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	txq := tx.StmtContext(ctx, q)
+	defer txq.Close()
+	rows, err := txq.QueryContext(ctx, string(list))
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	for rows.Next() {
+		var sp []byte
+		w, err := scanRow(rows.Scan, &sp)
+		if err != nil {
+			rows.Close()
+			a.close()
+			return nil, err
+		}
+		a.recs[w.RuntimeID] = &w
+		raw[w.RuntimeID] = sp
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	for _, t := range ts { // the first unknown ID in the order of the batch
+		if a.recs[t.RuntimeID] == nil {
+			a.close()
+			return nil, &notFoundError{id: t.RuntimeID}
+		}
+	}
+	a.decoded = make(chan decodedSpecs, 1)
+	go func() {
+		d := decodedSpecs{specs: make(map[string]spec.ContainerSpec, len(raw))}
+		for id, b := range raw {
+			var sp spec.ContainerSpec
+			if err := json.Unmarshal(b, &sp); err != nil {
+				d.err = fmt.Errorf("decode the spec of %q: %w", id, err)
+				break
+			}
+			d.specs[id] = sp
+		}
+		a.decoded <- d
+	}()
 	return a, nil
 }
 
+// specs waits for the decoded specs.
+func (a *applier) specs() (map[string]spec.ContainerSpec, error) {
+	d := <-a.decoded
+	a.decoded = nil
+	return d.specs, d.err
+}
+
 func (a *applier) close() {
-	for _, st := range []*sql.Stmt{a.get, a.insert, a.insertObserved, a.update, a.seenBefore} {
+	if a.decoded != nil {
+		<-a.decoded // the decoding goroutine ends before the transaction does
+		a.decoded = nil
+	}
+	for _, st := range []*sql.Stmt{a.insert, a.insertObserved, a.seenBefore} {
 		if st != nil {
 			st.Close()
 		}
 	}
 }
 
-func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Applied, error) {
-	w, err := scanWorkload(a.get.QueryRowContext(ctx, t.RuntimeID).Scan)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Applied{}, &notFoundError{id: t.RuntimeID}
+// flush writes every record that moved: an upsert of many rows whose rows
+// all exist (read in this transaction), so each is found by its primary key.
+// The statements for 64, 8 and 1 rows are prepared once per connection
+// (Store.upsert) and reused by every batch: parsing a statement of hundreds
+// of rows cost as much as running it.
+func (a *applier) flush(ctx context.Context, now time.Time) error {
+	ids := a.dirty
+	for _, size := range upsertSizes {
+		st, err := a.s.upsert(ctx, size)
+		if err != nil {
+			return err
+		}
+		txst := a.tx.StmtContext(ctx, st)
+		for len(ids) >= size {
+			args := make([]any, 0, upsertCols*size)
+			for _, id := range ids[:size] {
+				w := a.recs[id]
+				args = append(args, id, w.Runtime, w.Namespace, w.Kind, w.Name, w.UID, string(w.State), w.Message, w.Epoch,
+					string(w.Request), string(w.Expect), toDB(w.CreatedAt), toDB(now),
+					w.Result.Reason, nullInt(w.Result.ExitCode), nullTime(w.Result.StartedAt), nullTime(w.Result.FinishedAt))
+			}
+			if _, err := txst.ExecContext(ctx, args...); err != nil {
+				txst.Close()
+				return err
+			}
+			ids = ids[size:]
+		}
+		txst.Close()
 	}
+	return nil
+}
+
+// upsertSizes are the row counts of the prepared upserts of flush, largest first.
+var upsertSizes = []int{64, 8, 1}
+
+const upsertCols = 17
+
+// readRecords returns the statement that reads the records of a JSON array
+// of runtime IDs (one parameter, whatever the batch's size), prepared once.
+func (s *Store) readRecords(ctx context.Context) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if s.readRecs != nil {
+		return s.readRecs, nil
+	}
+	st, err := s.db.PrepareContext(ctx, "SELECT "+workloadColumns+" FROM workloads WHERE runtime_id IN (SELECT value FROM json_each(?))")
 	if err != nil {
-		return Applied{}, err
+		return nil, err
 	}
+	s.readRecs = st
+	return st, nil
+}
+
+// upsert returns the statement that writes size records, prepared on first use.
+func (s *Store) upsert(ctx context.Context, size int) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if st := s.upserts[size]; st != nil {
+		return st, nil
+	}
+	row := "(" + placeholders(upsertCols) + ")"
+	q := `INSERT INTO workloads (runtime_id, runtime, namespace, kind, name, uid, state, message, epoch, request, expect,
+	created_at, updated_at, reason, exit_code, started_at, finished_at)
+VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", size), ", ") + `
+ON CONFLICT (runtime_id) DO UPDATE SET state = excluded.state, message = excluded.message, uid = excluded.uid,
+	epoch = excluded.epoch, request = excluded.request, expect = excluded.expect, updated_at = excluded.updated_at,
+	reason = excluded.reason, exit_code = excluded.exit_code, started_at = excluded.started_at,
+	finished_at = excluded.finished_at`
+	st, err := s.db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if s.upserts == nil {
+		s.upserts = map[int]*sql.Stmt{}
+	}
+	s.upserts[size] = st
+	return st, nil
+}
+
+func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Applied, error) {
+	w := *a.recs[t.RuntimeID] // the record as the transitions before this one left it
 	observed := t.Type.Observed()
 	ev := Event{RuntimeID: t.RuntimeID, Type: t.Type, Message: t.Message, UID: t.UID, Time: t.Time.UTC(), Result: t.Result}
 	if t.Time.IsZero() {
@@ -315,12 +495,13 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 	if ev.Seq, err = res.LastInsertId(); err != nil {
 		return Applied{}, err
 	}
-	if _, err := a.update.ExecContext(ctx, string(next), msg, uid, epoch, string(request), string(expect), toDB(now),
-		result.Reason, nullInt(result.ExitCode), nullTime(result.StartedAt), nullTime(result.FinishedAt), w.RuntimeID); err != nil {
-		return Applied{}, err
-	}
 	w.State, w.Message, w.UID, w.Epoch, w.Request, w.Expect, w.UpdatedAt = next, msg, uid, epoch, request, expect, now
 	w.Result = result
+	*a.recs[w.RuntimeID] = w
+	if !a.isDirty[w.RuntimeID] {
+		a.isDirty[w.RuntimeID] = true
+		a.dirty = append(a.dirty, w.RuntimeID)
+	}
 	return Applied{Event: ev, Applied: true, Workload: w}, nil
 }
 

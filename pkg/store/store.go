@@ -75,6 +75,10 @@ type Store struct {
 	retried struct{ migrate, write atomic.Int64 }
 
 	now func() time.Time // the clock, replaced in tests
+
+	stmtMu   sync.Mutex
+	upserts  map[int]*sql.Stmt // ApplyBatch's record writes, by rows (see flush)
+	readRecs *sql.Stmt         // ApplyBatch's record read (see readRecords)
 }
 
 // Retries reports how often this store tried again after SQLITE_BUSY.
@@ -203,6 +207,13 @@ func dataSourceName(path string, busy time.Duration) (string, error) {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
+	// A checkpoint every 8,000 pages (32 MiB of WAL) rather than SQLite's
+	// 1,000: the monitor's batches rewrite the same index pages, and each
+	// checkpoint copies a page once however often it changed since the last
+	// (ApplyBatch ~25 % faster, docs/performance.md). The file is cut back
+	// to 64 MiB after a checkpoint.
+	q.Add("_pragma", "wal_autocheckpoint(8000)")
+	q.Add("_pragma", "journal_size_limit(67108864)")
 	q.Set("_txlock", "immediate")
 	return u.String() + "?" + q.Encode(), nil
 }
@@ -212,6 +223,16 @@ func (s *Store) Path() string { return s.path }
 
 // Close closes the database.
 func (s *Store) Close() error {
+	s.stmtMu.Lock()
+	for _, st := range s.upserts {
+		st.Close()
+	}
+	s.upserts = nil
+	if s.readRecs != nil {
+		s.readRecs.Close()
+		s.readRecs = nil
+	}
+	s.stmtMu.Unlock()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close state database %s: %w", s.path, err)
 	}

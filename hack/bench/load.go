@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
+	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
+	"github.com/gobrave/kubectl-gobrave/pkg/spec"
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
+)
+
+// The load of one N, sized for a 2-core control plane: N gobrave workloads, N/2 deployments
+// svc-NNNNNN and N/2 jobs task-NNNNNN, built by runtime.Build as `create` builds them (the
+// gobrave-workload label, the gobrave.dev/spec annotation). Only a slice runs pods: the first R/2 of
+// each kind (R = min(N, -running)), deployments at 1 replica and held jobs (docs/testing.md). The
+// rest have none: deployments scaled to 0 (what `stop` does) and jobs created suspended (what
+// `pause` does, and Kueue).
+type loadShape struct {
+	n, running int
+}
+
+func (l loadShape) perKind() int    { return l.n / 2 }
+func (l loadShape) runPerKind() int { return l.running / 2 }
+
+// idle is the number of workloads without pods, per kind.
+func (l loadShape) idlePerKind() int { return l.perKind() - l.runPerKind() }
+
+// loadSpecs are the workloads of the load, and for each whether it runs.
+func (l loadShape) specs() ([]spec.ContainerSpec, []bool) {
+	specs := make([]spec.ContainerSpec, 0, l.n)
+	runs := make([]bool, 0, l.n)
+	for i := range l.perKind() {
+		run := i < l.runPerKind()
+		job := spec.ContainerSpec{Name: fmt.Sprintf("task-%06d", i), Image: benchImage, WorkloadKind: runtimeid.KindJob}
+		if run {
+			job.Labels = map[string]string{labelHold: "true"}
+		}
+		specs = append(specs,
+			spec.ContainerSpec{Name: fmt.Sprintf("svc-%06d", i), Image: benchImage, WorkloadKind: runtimeid.KindDeployment},
+			job)
+		runs = append(runs, run, run)
+	}
+	return specs, runs
+}
+
+// createLoad creates the load with client-go (rate limits lifted, workers at once) and returns the
+// objects made, in the order of specs.
+func createLoad(ctx context.Context, c kubernetes.Interface, specs []spec.ContainerSpec, runs []bool, workers int) ([]made, error) {
+	out := make([]made, len(specs))
+	var done atomic.Int64
+	start := time.Now()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // progress on stderr
+		t := time.NewTicker(15 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				d := done.Load()
+				logf("  created %d/%d (%.0f/s)", d, len(specs), float64(d)/time.Since(start).Seconds())
+			}
+		}
+	}()
+	err := parallelN(ctx, len(specs), workers, func(i int) error {
+		s := specs[i]
+		s.RuntimeNamespace = benchNS
+		if err := s.Validate(); err != nil {
+			return err
+		}
+		objs, err := runtime.Build(s, benchNS)
+		if err != nil {
+			return err
+		}
+		var uid string
+		switch {
+		case objs.Deployment != nil:
+			if !runs[i] {
+				objs.Deployment.Spec.Replicas = ptr.To(int32(0))
+			}
+			d, err := c.AppsV1().Deployments(benchNS).Create(ctx, objs.Deployment, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			uid = string(d.UID)
+		case objs.Job != nil:
+			if !runs[i] {
+				objs.Job.Spec.Suspend = ptr.To(true)
+			}
+			j, err := c.BatchV1().Jobs(benchNS).Create(ctx, objs.Job, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			uid = string(j.UID)
+		}
+		s.Normalize()
+		out[i] = made{s: s, uid: uid}
+		done.Add(1)
+		return nil
+	})
+	return out, err
+}
+
+// settled counts the load's objects by what gobrave would observe of them now (runtime's mapping).
+type settled struct {
+	started, exited, paused, other int
+}
+
+// waitSettled polls, in pages of 5,000, until the controllers have caught up: the running slice
+// running, the deployments at 0 observed (exited), the suspended jobs suspended (paused).
+func waitSettled(ctx context.Context, c kubernetes.Interface, l loadShape, timeout time.Duration) (settled, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	want := settled{started: l.running, exited: l.idlePerKind(), paused: l.idlePerKind()}
+	var s settled
+	last := ""
+	for {
+		var err error
+		s, err = countSettled(ctx, c)
+		if err == nil && s == want {
+			logf("  settled after %s: %+v", time.Since(start).Round(time.Second), s)
+			return s, nil
+		}
+		msg := fmt.Sprintf("%+v, want %+v (%v)", s, want, err)
+		if msg != last {
+			logf("  waiting: %s", msg)
+			last = msg
+		}
+		select {
+		case <-ctx.Done():
+			return s, fmt.Errorf("not settled: %s: %w", msg, ctx.Err())
+		case <-time.After(10 * time.Second):
+		}
+	}
+}
+
+func countSettled(ctx context.Context, c kubernetes.Interface) (settled, error) {
+	var s settled
+	count := func(o runtime.Observation, ok bool) {
+		switch {
+		case !ok:
+			s.other++
+		case o.Type == store.ContainerStarted:
+			s.started++
+		case o.Type == store.ContainerExited:
+			s.exited++
+		case o.Type == store.ContainerPaused:
+			s.paused++
+		default:
+			s.other++
+		}
+	}
+	opts := metav1.ListOptions{LabelSelector: "gobrave-workload", Limit: 5000}
+	for {
+		ds, err := c.AppsV1().Deployments(benchNS).List(ctx, opts)
+		if err != nil {
+			return s, err
+		}
+		for i := range ds.Items {
+			count(runtime.DeploymentEvent(&ds.Items[i]))
+		}
+		if opts.Continue = ds.Continue; opts.Continue == "" {
+			break
+		}
+	}
+	opts.Continue = ""
+	for {
+		js, err := c.BatchV1().Jobs(benchNS).List(ctx, opts)
+		if err != nil {
+			return s, err
+		}
+		for i := range js.Items {
+			count(runtime.JobEvent(&js.Items[i]))
+		}
+		if opts.Continue = js.Continue; opts.Continue == "" {
+			break
+		}
+	}
+	return s, nil
+}
+
+// recordLoad builds the plugin's records of the load in the database at path with the store API:
+// each workload Put (state created, event Created, as `create` records it); those without pods
+// then recorded as started (ContainerStarted, applied in batches of 500), so their history is that
+// of a workload that ran and was stopped or paused while nothing watched. The running slice stays
+// created: it started while nothing watched. `recover` finds every record changed.
+func recordLoad(ctx context.Context, path string, ms []made, runs []bool) error {
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		return err
+	}
+	if err := recordInto(ctx, st, ms, runs); err != nil {
+		st.Close()
+		return err
+	}
+	return st.Close()
+}
+
+func recordInto(ctx context.Context, st *store.Store, ms []made, runs []bool) error {
+	var started []store.Transition
+	for i, m := range ms {
+		id, err := runtimeid.New(runtimeid.RuntimeK8s, benchNS, m.s.Kind(), m.s.Name)
+		if err != nil {
+			return err
+		}
+		w := store.Workload{
+			RuntimeID: id.String(), Runtime: runtimeid.RuntimeK8s, Namespace: benchNS, Kind: id.Kind, Name: m.s.Name,
+			UID: m.uid, Spec: m.s, State: store.StateCreated,
+		}
+		ev := store.Transition{Type: store.Created, Message: id.Kind + "/" + m.s.Name + " created", UID: m.uid}
+		if err := st.Put(ctx, w, ev); err != nil {
+			return err
+		}
+		if !runs[i] {
+			started = append(started, store.Transition{RuntimeID: id.String(), Type: store.ContainerStarted, UID: m.uid})
+		}
+	}
+	for batch := range slices.Chunk(started, 500) {
+		as, err := st.ApplyBatch(ctx, batch)
+		if err != nil {
+			return err
+		}
+		for _, a := range as {
+			if !a.Applied {
+				return fmt.Errorf("%s: ContainerStarted not applied (state %s)", a.Event.RuntimeID, a.Workload.State)
+			}
+		}
+	}
+	return nil
+}
