@@ -155,7 +155,7 @@ func (s *Store) UpdateSpec(ctx context.Context, t Transition, next spec.Containe
 		if err != nil {
 			return err
 		}
-		a, err := newApplier(ctx, tx)
+		a, err := newApplier(ctx, s, tx, []Transition{t})
 		if err != nil {
 			return err
 		}
@@ -165,6 +165,14 @@ func (s *Store) UpdateSpec(ctx context.Context, t Transition, next spec.Containe
 		if err != nil {
 			return err
 		}
+		if err := a.flush(ctx, now); err != nil {
+			return err
+		}
+		specs, err := a.specs()
+		if err != nil {
+			return err
+		}
+		res.Workload.Spec = specs[t.RuntimeID]
 		applied = res
 		cur := revs[len(revs)-1]
 		if SameSpec(cur.Spec, next) {
@@ -217,13 +225,17 @@ func (s *Store) RevertSpec(ctx context.Context, t Transition, epoch int) error {
 		return fmt.Errorf("revert the spec of %q: the event is %s, not %s", t.RuntimeID, t.Type, RequestFailed)
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		a, err := newApplier(ctx, tx)
+		a, err := newApplier(ctx, s, tx, []Transition{t})
 		if err != nil {
 			return err
 		}
 		defer a.close()
-		res, err := a.apply(ctx, t, s.now().UTC())
+		now := s.now().UTC()
+		res, err := a.apply(ctx, t, now)
 		if err != nil {
+			return err
+		}
+		if err := a.flush(ctx, now); err != nil {
 			return err
 		}
 		if res.Workload.Epoch != epoch {
