@@ -56,7 +56,8 @@ first=false
 if $cold_cp || $cold_plugin; then
   first=true
   log "first run: this builds from source what is not cached yet, so it takes a while."
-  log "  Measured on 2 cores with empty caches: about 30 minutes (CPU time 45 min; less on an idle machine). Later runs: about 1 minute."
+  log "  Measured with empty Go caches on 2 cores: 18 min of CPU time, so about 10-12 min on an idle machine;"
+  log "  45 min on one shared with other builds. Later runs: 10-30 s."
   if $cold_plugin; then
     log "  - the plugin (bin/kubectl-gobrave): $($cold_mods && echo "downloads its Go modules into $(go env GOMODCACHE), then ")compiles client-go and its other dependencies into $(go env GOCACHE)."
   fi
@@ -64,7 +65,7 @@ if $cold_cp || $cold_plugin; then
     log "  - the control plane: the demo talks to a real kube-apiserver, etcd, kube-controller-manager and"
     log "    kube-scheduler (kwok plays the kubelets), and there is no Docker here to pull them as images, so"
     log "    hack/testbin.sh compiles Kubernetes v1.37.2, etcd and kwok from the Go module proxy: 7 binaries,"
-    log "    about 2,900 packages, the bulk of the wait. They are cached in $cpdir (about 500 MB)"
+    log "    about 2,500 packages, the bulk of the wait. They are cached in $cpdir (about 500 MB)"
     log "    and reused by every later make demo, make test and hack/cluster-up.sh."
   fi
   log "  Each step below prints how long the previous one took."

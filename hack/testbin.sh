@@ -9,11 +9,13 @@
 #                              there, 1 if a build is needed (hack/demo.sh asks this)
 #   GOBRAVE_TESTBIN=DIR        use DIR instead of the cache folder
 #
-# Progress goes to stderr, each step measured (never estimated):
-#   testbin: modules: ...                              resolving and downloading the modules
-#   testbin: [3/7] kube-scheduler (kube-controller-manager took 2m41s)
-#   testbin:       1650/2930 packages compiled (kube-scheduler 1m00s so far)   about once a minute
-#   testbin: built 7 binaries in 21m05s (modules 3m02s, kube-apiserver 9m40s, ...)
+# Progress goes to stderr, each step measured (never estimated); from a cold run:
+#   testbin: modules: 206 modules ready in 13s; packages to compile: 2524
+#   testbin: [1/7] kube-apiserver (modules took 13s)
+#   testbin:       1482/2524 packages compiled (kube-apiserver 18m29s so far)    about once a minute
+#   testbin: [2/7] kube-controller-manager (kube-apiserver took 22m07s)
+#   ...
+#   testbin: built 7 binaries in 38m01s (modules 13s, kube-apiserver 22m07s, ...; 2524 packages compiled)
 # The first binary compiles most of the packages the others share, so it takes longest.
 set -euo pipefail
 
@@ -79,7 +81,7 @@ for b in "${missing[@]}"; do pkgs+=("$(pkgof "$b")"); done
 n=${#missing[@]}
 
 log "building ${missing[*]} into $dir"
-log "(compiled from source from the Go module proxy, once: no Docker here; a cold build measured 21 min wall, 30 min of CPU, on 2 cores; later runs reuse the binaries)"
+log "(compiled from source, once: no Docker here to pull them as images. Measured with empty Go caches: 14 min of CPU time, so about 8 min on an idle 2-core machine, 38 min on a busy one; later runs reuse the binaries)"
 mkdir -p "$dir"
 cd "$here/tools"
 export CGO_ENABLED=0
@@ -88,7 +90,7 @@ start=$SECONDS
 
 # Phase 1, modules: resolve and download every module the seven binaries import (go list
 # downloads what the module cache lacks), and count the packages the build cache lacks.
-log "modules: resolving and downloading what the Go module cache lacks (a cold cache fetches about 1 GB)"
+log "modules: resolving and downloading what the Go module cache lacks (an empty module cache grows to about 1 GB)"
 # k8s.io/kubernetes replaces its staging modules with local folders; derive the
 # replace list from its own go.mod instead of typing it, and keep ours in sync.
 gomod=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
@@ -105,7 +107,7 @@ total=$(grep -c '^true' <<<"$list" || true)
 modules=$(awk '$2 != "" {print $2}' <<<"$list" | sort -u | wc -l)
 took=$((SECONDS - start))
 times=("modules $(dur "$took")")
-log "modules: $modules modules ready in $(dur "$took"); $total packages to compile"
+log "modules: $modules modules ready in $(dur "$took"); packages to compile: $total"
 
 # Phase 2, one go build per binary. go build -v names each package as it compiles it; those lines
 # are counted for the progress line, anything else (errors) is passed through.
