@@ -94,8 +94,15 @@ func (e *Engine) Update(ctx context.Context, w store.Workload, next spec.Contain
 	if err != nil {
 		return UpdateResult{Workload: w}, err
 	}
-	change := Change(w.Spec, next)
-	if store.SameSpec(w.Spec, next) {
+	// The recorded spec as CheckUpdate made next: an adopted record's may
+	// lack the namespace or the defaults.
+	recorded := w.Spec
+	if recorded.RuntimeNamespace == "" {
+		recorded.RuntimeNamespace = w.Namespace
+	}
+	recorded.Normalize()
+	change := Change(recorded, next)
+	if store.SameSpec(recorded, next) {
 		if !plan.Send || plan.InSync {
 			revs, err := e.Store.Revisions(ctx, w.RuntimeID)
 			if err != nil {

@@ -166,3 +166,24 @@ func TestChange(t *testing.T) {
 		t.Errorf("Change of the same = %q", got)
 	}
 }
+
+// An adopted record's spec may lack the namespace and the defaults: the
+// same spec with them is no change.
+func TestUpdateAdoptedSpecNoChange(t *testing.T) {
+	e, _ := newEngine(t)
+	ctx := context.Background()
+	w, _, err := e.Create(ctx, "k8s", "default", web)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := w
+	bare.Spec.RuntimeNamespace, bare.Spec.PullPolicy, bare.Spec.WorkloadKind = "", "", ""
+	if err := e.Store.PutAdopted(ctx, bare, store.Transition{Type: store.Adopted, UID: w.UID}, true); err != nil {
+		t.Fatal(err)
+	}
+	bare, _ = e.Store.Get(ctx, w.RuntimeID)
+	next := bare.Spec
+	if _, err := e.Update(ctx, bare, next, ""); !errors.Is(err, ErrNoChange) {
+		t.Errorf("the same spec of an adopted record: %v, want ErrNoChange", err)
+	}
+}
