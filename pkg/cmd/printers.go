@@ -222,7 +222,7 @@ func (p *objPrinter) print(w io.Writer, obj map[string]any, items []map[string]a
 	case "go-template":
 		u := &unstructured.Unstructured{Object: obj}
 		if err := p.gotmpl.PrintObj(u, io.Discard); err != nil {
-			return usageErrorf("go-template %q: %v", p.template, unwrapTemplateErr(err))
+			return usageErrorf("go-template %q: %s", p.template, unwrapTemplateErr(err, p.template))
 		}
 		if err := p.gotmpl.PrintObj(u, &buf); err != nil {
 			return err
@@ -255,13 +255,15 @@ func (p *objPrinter) print(w io.Writer, obj map[string]any, items []map[string]a
 	return err
 }
 
-// unwrapTemplateErr keeps the first line of cli-runtime's template error.
-func unwrapTemplateErr(err error) string {
+// unwrapTemplateErr keeps the first line of cli-runtime's template error,
+// without its "error executing template ...: " that names the template
+// again.
+func unwrapTemplateErr(err error, tmpl string) string {
 	s := err.Error()
 	if i := strings.Index(s, "\n"); i >= 0 {
 		s = s[:i]
 	}
-	return s
+	return strings.TrimPrefix(s, fmt.Sprintf("error executing template %q: ", tmpl))
 }
 
 // cellText is kubectl's custom-columns cell: the values found, joined with

@@ -271,3 +271,18 @@ func TestPruneNamespace(t *testing.T) {
 		t.Errorf("after prune -n team-a: %v", got)
 	}
 }
+
+func TestTemplateRunErrors(t *testing.T) {
+	h := newHarness(t)
+	seedSelect(t, h)
+	for _, tt := range []struct{ output, want string }{
+		{"jsonpath={.items[7]}", `jsonpath template "{.items[7]}": array index out of bounds: index 7, length 3`},
+		{"go-template={{index .items 7}}", `go-template "{{index .items 7}}": template: output:1:2: executing "output" at <index .items 7>: error calling index: index out of range: 7`},
+	} {
+		r := h.run("ps", "-o", tt.output)
+		checkExit(t, r, 2, tt.want)
+		if r.stdout != "" {
+			t.Errorf("-o %s printed %q", tt.output, r.stdout)
+		}
+	}
+}

@@ -43,6 +43,15 @@ func TestSelectE2E(t *testing.T) {
 		if r.stdout != "x-web true Running" {
 			t.Errorf("inspect jsonpath: %q", r.stdout)
 		}
+		// --context: the records made on the cluster that context points at. The suite's
+		// gobrave-k3s context points at the same cluster; one that does not exist is bad input.
+		r = e.runOK("ps", "--context", "gobrave-k3s", "-l", "team=y", "-o", "name")
+		if r.stdout != other+"\n"+x+"\n" {
+			t.Errorf("ps --context gobrave-k3s: %q", r.stdout)
+		}
+		if r := e.run("ps", "--context", "no-such-context"); r.code != 2 || !strings.Contains(r.stderr, "no-such-context") {
+			t.Errorf("ps --context no-such-context: %s, want exit 2 naming it", r)
+		}
 		r = e.run("ps", "-o", "jsonpath={.items[0")
 		if r.code != 2 || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "jsonpath template") {
 			t.Errorf("bad jsonpath: want exit 2 and one error line naming it, got %s", r)
