@@ -60,7 +60,7 @@ type ReconcileOptions struct {
 //     records the observations (one ApplyBatch) and releases the leases.
 //     Of each object with a record only a 64-bit hash of its key is kept;
 //  3. the records whose object was not streamed are read page by page; for
-//     the namespaces that have any, one metadata-only list (paginated, no
+//     the namespaces that have any, one metadata-only watch-list (no
 //     label selector) tells which still exist: an object whose label was
 //     removed is not deleted, one with another UID is not the recorded
 //     one. The rest are recorded ContainerDeleted, a page at a time.
@@ -79,9 +79,9 @@ func Reconcile(ctx context.Context, c kubernetes.Interface, st *store.Store, o R
 	}
 	r := &reconciler{c: c, st: st, o: o, started: time.Now(), notes: map[types.UID]*podNote{}, seen: map[uint64]struct{}{}}
 	if o.Metadata != nil {
-		r.meta = metadataLister(o.Metadata)
+		r.meta = metadataLister(o.Metadata, o.SyncTimeout)
 	} else {
-		r.meta = typedLister(c)
+		r.meta = typedLister(c, o.SyncTimeout)
 	}
 	err := r.run(ctx)
 	return r.sum, err
