@@ -125,8 +125,13 @@ func (r *reconciler) run(ctx context.Context) error {
 	}
 	nsOf := map[string]map[string]bool{} // kind -> namespaces
 	all := map[string]bool{}
+	others := false
 	for _, sc := range scopes {
 		if !slices.Contains(r.o.Runtimes, sc.Runtime) {
+			continue
+		}
+		if r.o.Cluster != "" && sc.Cluster != "" && sc.Cluster != r.o.Cluster {
+			others = true // not ours to check: nothing is read for them
 			continue
 		}
 		if nsOf[sc.Kind] == nil {
@@ -134,6 +139,11 @@ func (r *reconciler) run(ctx context.Context) error {
 		}
 		nsOf[sc.Kind][sc.Namespace] = true
 		all[sc.Namespace] = true
+	}
+	if others && r.o.OnSkip != nil {
+		if err := r.skipOthers(ctx); err != nil {
+			return err
+		}
 	}
 	if len(all) == 0 {
 		return nil
@@ -453,9 +463,6 @@ func (r *reconciler) absent(ctx context.Context, kind string) error {
 	err := r.st.ScanLive(ctx, store.ScanFilter{Runtimes: r.o.Runtimes, Kind: kind}, listPage, func(page []store.LiveRecord) error {
 		for _, w := range page {
 			if !r.unseen(w) {
-				if r.o.OnSkip != nil && r.otherCluster(w) {
-					r.o.OnSkip(w.RuntimeID, w.Cluster)
-				}
 				continue
 			}
 			h := keyHash(kind, w.Namespace, w.Name)
@@ -538,6 +545,22 @@ func (r *reconciler) unseen(w store.LiveRecord) bool {
 		return false // changed during the pass: its monitor records it
 	}
 	return !r.otherCluster(w)
+}
+
+// skipOthers passes the records made on another cluster to OnSkip.
+func (r *reconciler) skipOthers(ctx context.Context) error {
+	err := r.st.ScanLive(ctx, store.ScanFilter{Runtimes: r.o.Runtimes}, listPage, func(page []store.LiveRecord) error {
+		for _, w := range page {
+			if r.otherCluster(w) {
+				r.o.OnSkip(w.RuntimeID, w.Cluster)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("monitor: %w", err)
+	}
+	return nil
 }
 
 // otherCluster reports whether w was made on another cluster than this one.
