@@ -349,8 +349,8 @@ func (m *Monitor) missLocked(sub *subscription) {
 }
 
 // confirmMissing lists, in the background, the namespaces of the queued
-// subscriptions whose objects the informers do not hold: one paginated
-// list per namespace and kind (no label selector: an object whose
+// subscriptions whose objects the informers do not hold: one watch-list
+// (or paginated list) per namespace and kind (no label selector: an object whose
 // gobrave-workload label was removed is found), whatever the number of
 // objects missing there. Called by the control loop only.
 func (m *Monitor) confirmMissing(ctx context.Context) {
@@ -402,7 +402,7 @@ func (m *Monitor) confirm(ctx context.Context, kind, ns string, group []missing)
 	if err == nil {
 		err = retry.OnError(m.getBackoff, func(err error) bool { return ctx.Err() == nil && transient(err) }, func() error {
 			found = map[string]any{}
-			return paginate(ctx, l.list, metav1.ListOptions{}, func(obj any) error {
+			return stream(ctx, m.client, l, "", m.opts.SyncTimeout, func(obj any) error {
 				if o, ok := obj.(metav1.Object); ok && want[o.GetName()] {
 					found[o.GetName()], _ = slim(obj)
 				}

@@ -60,7 +60,7 @@ type ReconcileOptions struct {
 //     records the observations (one ApplyBatch) and releases the leases.
 //     Of each object with a record only a 64-bit hash of its key is kept;
 //  3. the records whose object was not streamed are read page by page; for
-//     the namespaces that have any, one metadata-only list (paginated, no
+//     the namespaces that have any, one metadata-only watch-list (no
 //     label selector) tells which still exist: an object whose label was
 //     removed is not deleted, one with another UID is not the recorded
 //     one. The rest are recorded ContainerDeleted, a page at a time.
@@ -79,9 +79,9 @@ func Reconcile(ctx context.Context, c kubernetes.Interface, st *store.Store, o R
 	}
 	r := &reconciler{c: c, st: st, o: o, started: time.Now(), notes: map[types.UID]*podNote{}, seen: map[uint64]struct{}{}}
 	if o.Metadata != nil {
-		r.meta = metadataLister(o.Metadata)
+		r.meta = metadataLister(o.Metadata, o.SyncTimeout)
 	} else {
-		r.meta = typedLister(c)
+		r.meta = typedLister(c, o.SyncTimeout)
 	}
 	err := r.run(ctx)
 	return r.sum, err
@@ -125,8 +125,13 @@ func (r *reconciler) run(ctx context.Context) error {
 	}
 	nsOf := map[string]map[string]bool{} // kind -> namespaces
 	all := map[string]bool{}
+	others := false
 	for _, sc := range scopes {
 		if !slices.Contains(r.o.Runtimes, sc.Runtime) {
+			continue
+		}
+		if r.o.Cluster != "" && sc.Cluster != "" && sc.Cluster != r.o.Cluster {
+			others = true // not ours to check: nothing is read for them
 			continue
 		}
 		if nsOf[sc.Kind] == nil {
@@ -134,6 +139,11 @@ func (r *reconciler) run(ctx context.Context) error {
 		}
 		nsOf[sc.Kind][sc.Namespace] = true
 		all[sc.Namespace] = true
+	}
+	if others && r.o.OnSkip != nil {
+		if err := r.skipOthers(ctx); err != nil {
+			return err
+		}
 	}
 	if len(all) == 0 {
 		return nil
@@ -453,9 +463,6 @@ func (r *reconciler) absent(ctx context.Context, kind string) error {
 	err := r.st.ScanLive(ctx, store.ScanFilter{Runtimes: r.o.Runtimes, Kind: kind}, listPage, func(page []store.LiveRecord) error {
 		for _, w := range page {
 			if !r.unseen(w) {
-				if r.o.OnSkip != nil && r.otherCluster(w) {
-					r.o.OnSkip(w.RuntimeID, w.Cluster)
-				}
 				continue
 			}
 			h := keyHash(kind, w.Namespace, w.Name)
@@ -538,6 +545,22 @@ func (r *reconciler) unseen(w store.LiveRecord) bool {
 		return false // changed during the pass: its monitor records it
 	}
 	return !r.otherCluster(w)
+}
+
+// skipOthers passes the records made on another cluster to OnSkip.
+func (r *reconciler) skipOthers(ctx context.Context) error {
+	err := r.st.ScanLive(ctx, store.ScanFilter{Runtimes: r.o.Runtimes}, listPage, func(page []store.LiveRecord) error {
+		for _, w := range page {
+			if r.otherCluster(w) {
+				r.o.OnSkip(w.RuntimeID, w.Cluster)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("monitor: %w", err)
+	}
+	return nil
 }
 
 // otherCluster reports whether w was made on another cluster than this one.

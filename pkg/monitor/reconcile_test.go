@@ -99,3 +99,28 @@ func TestReconcile(t *testing.T) {
 		t.Errorf("requests (-want +got):\n%s", d)
 	}
 }
+
+// TestReconcileOtherCluster: records made on another cluster than the
+// client's are named to OnSkip and cost no request at all: that cluster's
+// objects say nothing about them.
+func TestReconcileOtherCluster(t *testing.T) {
+	st := newStore(t)
+	id := jobID("ns", "elsewhere")
+	record(t, st, id, "u1", store.StateRunning)
+	if err := st.SetCluster(t.Context(), id.String(), "https://other"); err != nil {
+		t.Fatal(err)
+	}
+	client := fake.NewClientset()
+	var skipped []string
+	sum, err := Reconcile(t.Context(), client, st, ReconcileOptions{Owner: owner("a"), Runtimes: []string{runtimeid.RuntimeK8s},
+		Cluster: "https://here", OnSkip: func(id, rec string) { skipped = append(skipped, id+" "+rec) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{id.String() + " https://other"}, skipped); d != "" {
+		t.Errorf("skipped (-want +got):\n%s", d)
+	}
+	if sum != (Summary{}) || len(client.Actions()) != 0 || state(t, st, id) != store.StateRunning {
+		t.Errorf("summary %+v, %d requests, state %s; want nothing done", sum, len(client.Actions()), state(t, st, id))
+	}
+}

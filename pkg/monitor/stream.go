@@ -99,7 +99,7 @@ func listerFor(c kubernetes.Interface, kind, ns string) (lister, error) {
 // (sendInitialEvents, ending at the initial-events-end bookmark) when the
 // client streams lists, else a list paginated by listPage. idle bounds the
 // wait for the next object or the end.
-func stream(ctx context.Context, c kubernetes.Interface, l lister, selector string, idle time.Duration, fn func(any) error) error {
+func stream(ctx context.Context, c any, l lister, selector string, idle time.Duration, fn func(any) error) error {
 	if !watchlist.DoesClientNotSupportWatchListSemantics(c) {
 		n, err := watchList(ctx, l, selector, idle, fn)
 		// A server that refuses a watch-list (too old, or the feature
@@ -185,15 +185,17 @@ func watchList(ctx context.Context, l lister, selector string, idle time.Duratio
 // is still there), page by page.
 type metaLister func(ctx context.Context, kind, ns string, fn func(name, uid string) error) error
 
-// metadataLister lists through the metadata-only API (PartialObjectMetadataList).
-func metadataLister(md metadata.Interface) metaLister {
+// metadataLister lists through the metadata-only API (PartialObjectMetadata):
+// one watch-list request (a paginated list where the server does not
+// stream lists), whatever the number of objects.
+func metadataLister(md metadata.Interface, idle time.Duration) metaLister {
 	return func(ctx context.Context, kind, ns string, fn func(name, uid string) error) error {
 		gvr, err := resourceOf(kind)
 		if err != nil {
 			return err
 		}
 		r := md.Resource(gvr).Namespace(ns)
-		return paginate(ctx, func(ctx context.Context, o metav1.ListOptions) ([]any, string, error) {
+		l := lister{watch: r.Watch, list: func(ctx context.Context, o metav1.ListOptions) ([]any, string, error) {
 			l, err := r.List(ctx, o)
 			if err != nil {
 				return nil, "", err
@@ -203,22 +205,26 @@ func metadataLister(md metadata.Interface) metaLister {
 				out[i] = &l.Items[i]
 			}
 			return out, l.Continue, nil
-		}, metav1.ListOptions{}, func(o any) error {
-			m := o.(*metav1.PartialObjectMetadata)
-			return fn(m.Name, string(m.UID))
+		}}
+		return stream(ctx, md, l, "", idle, func(o any) error {
+			m, err := meta.Accessor(o)
+			if err != nil {
+				return err
+			}
+			return fn(m.GetName(), string(m.GetUID()))
 		})
 	}
 }
 
-// typedLister lists through the typed client (whole objects, page by
-// page): where no metadata client is given (tests with a fake clientset).
-func typedLister(c kubernetes.Interface) metaLister {
+// typedLister lists through the typed client (whole objects): where no
+// metadata client is given (tests with a fake clientset).
+func typedLister(c kubernetes.Interface, idle time.Duration) metaLister {
 	return func(ctx context.Context, kind, ns string, fn func(name, uid string) error) error {
 		l, err := listerFor(c, kind, ns)
 		if err != nil {
 			return err
 		}
-		return paginate(ctx, l.list, metav1.ListOptions{}, func(o any) error {
+		return stream(ctx, c, l, "", idle, func(o any) error {
 			m, err := meta.Accessor(o)
 			if err != nil {
 				return err

@@ -21,20 +21,25 @@ type ScanFilter struct {
 	Kind string
 }
 
-// Scope is one runtime, namespace and kind that non-terminal records use.
+// Scope is one runtime, namespace, kind and recorded cluster that
+// non-terminal records use.
 type Scope struct {
 	Runtime, Namespace, Kind string
+	// Cluster is the cluster the records were made on ("" when none is recorded).
+	Cluster string
 	// Count is the number of non-terminal records in it.
 	Count int
 }
 
 const liveWhere = "w.state NOT IN ('exited', 'failed', 'deleted')"
 
-// LiveScopes returns the runtimes, namespaces and kinds of the non-terminal
-// records with their counts, sorted: one row per scope, however many records.
+// LiveScopes returns the runtimes, namespaces, kinds and recorded clusters
+// of the non-terminal records with their counts, sorted: one row per scope,
+// however many records.
 func (s *Store) LiveScopes(ctx context.Context) ([]Scope, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT w.runtime, w.namespace, w.kind, COUNT(*) FROM workloads w WHERE "+liveWhere+
-		" GROUP BY w.runtime, w.namespace, w.kind ORDER BY w.runtime, w.namespace, w.kind")
+	rows, err := s.db.QueryContext(ctx, "SELECT w.runtime, w.namespace, w.kind, COALESCE(c.cluster, '') AS cl, COUNT(*)"+
+		" FROM workloads w LEFT JOIN clusters c ON c.runtime_id = w.runtime_id WHERE "+liveWhere+
+		" GROUP BY w.runtime, w.namespace, w.kind, cl ORDER BY w.runtime, w.namespace, w.kind, cl")
 	if err != nil {
 		return nil, s.fail("read live scopes", err)
 	}
@@ -42,7 +47,7 @@ func (s *Store) LiveScopes(ctx context.Context) ([]Scope, error) {
 	var out []Scope
 	for rows.Next() {
 		var sc Scope
-		if err := rows.Scan(&sc.Runtime, &sc.Namespace, &sc.Kind, &sc.Count); err != nil {
+		if err := rows.Scan(&sc.Runtime, &sc.Namespace, &sc.Kind, &sc.Cluster, &sc.Count); err != nil {
 			return nil, s.fail("read live scopes", err)
 		}
 		out = append(out, sc)

@@ -1,0 +1,70 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestScanLive: the non-terminal records of the runtimes and kind asked
+// for, page by page in runtime ID order, with their cluster; a record fn
+// makes terminal is not read again, and none is read twice.
+func TestScanLive(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	for i := range 7 {
+		mustPut(t, s, workload("ns", "job", fmt.Sprintf("j%d", i)))
+	}
+	mustPut(t, s, workload("ns", "deployment", "web"))
+	other := workload("ns", "job", "other")
+	other.RuntimeID, other.Runtime = "k3s-ns|job|other", "k3s"
+	mustPut(t, s, other)
+	if err := s.SetCluster(ctx, "k8s-ns|job|j1", "https://a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Apply(ctx, Transition{RuntimeID: "k8s-ns|job|j6", Type: ContainerDeleted}); err != nil {
+		t.Fatal(err)
+	}
+
+	var got []string
+	var pages []int
+	err := s.ScanLive(ctx, ScanFilter{Runtimes: []string{"k8s"}, Kind: "job"}, 2, func(page []LiveRecord) error {
+		pages = append(pages, len(page))
+		for _, w := range page {
+			got = append(got, w.RuntimeID+" "+w.Cluster)
+			if w.Name == "j2" {
+				// Made terminal while its page is not read yet: j4 is skipped.
+				if _, _, err := s.Apply(ctx, Transition{RuntimeID: "k8s-ns|job|j4", Type: ContainerDeleted}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"k8s-ns|job|j0 ", "k8s-ns|job|j1 https://a", "k8s-ns|job|j2 ", "k8s-ns|job|j3 ", "k8s-ns|job|j5 "}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("records (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]int{2, 2, 1}, pages); d != "" {
+		t.Errorf("page sizes (-want +got):\n%s", d)
+	}
+
+	scopes, err := s.LiveScopes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantScopes := []Scope{
+		{Runtime: "k3s", Namespace: "ns", Kind: "job", Count: 1},
+		{Runtime: "k8s", Namespace: "ns", Kind: "deployment", Count: 1},
+		{Runtime: "k8s", Namespace: "ns", Kind: "job", Count: 4},
+		{Runtime: "k8s", Namespace: "ns", Kind: "job", Cluster: "https://a", Count: 1},
+	}
+	if d := cmp.Diff(wantScopes, scopes); d != "" {
+		t.Errorf("scopes (-want +got):\n%s", d)
+	}
+}
