@@ -57,12 +57,14 @@ var idVerbs = map[string]idCompletion{
 	verbRestart.name: {terminal: []store.State{store.StateExited, store.StateFailed, store.StateDeleted}},
 	// A deleted record has nothing left to delete.
 	verbDelete.name: {terminal: []store.State{store.StateExited, store.StateFailed}},
-	"logs":          {single: true},
-	"inspect":       {single: true},
-	"events":        {},
-	"monitor":       {},
-	"wait":          {},
-	"exec":          {single: true},
+	// logs takes many IDs; a finished job's log is worth reading.
+	"logs":         {terminal: []store.State{store.StateExited, store.StateFailed}},
+	"port-forward": {single: true},
+	"inspect":      {single: true},
+	"events":       {},
+	"monitor":      {},
+	"wait":         {},
+	"exec":         {single: true},
 }
 
 // registerCompletion enables cobra's completion command with help that reads

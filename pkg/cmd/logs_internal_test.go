@@ -137,3 +137,18 @@ func TestPrefixNames(t *testing.T) {
 		t.Errorf("prefixNames (-want +got):\n%s", diff)
 	}
 }
+
+// BenchmarkLineWriter: prefixed, cleaned lines of 100 bytes, written in
+// 32 KiB chunks as a log stream arrives.
+func BenchmarkLineWriter(b *testing.B) {
+	line := "2026-12-01T10:00:00Z INFO \x1b[32mGET\x1b[0m /orders/4411 200 1.2ms user=alice trace=0af7651916cd43dd\n"
+	chunk := []byte(strings.Repeat(line, 32*1024/len(line)))
+	out := &lineOut{w: io.Discard}
+	w := out.stream("\x1b[96m[web]\x1b[0m ", true)
+	b.SetBytes(int64(len(chunk)))
+	for b.Loop() {
+		if _, err := w.Write(chunk); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -204,12 +204,13 @@ func instanceKey(p *corev1.Pod) (string, bool) {
 // container instance of its pods that starts later: a pod that replaces
 // another (a restart, a rollout, a job's retry) or a container restarted in
 // place. Each stream gets a writer of its own from open, closed when the
-// stream ends. Without o.Follow it is Logs. With o.Follow it ends when ctx
+// stream ends. Without o.Follow, or with o.Previous, it is Logs. With o.Follow it ends when ctx
 // does, or once every stream has ended and the workload is gone or is a
 // finished Job; a stream that fails while following (its pod went away
 // under it) is passed to warn and following goes on.
 func (r *Runtime) FollowLogs(ctx context.Context, id runtimeid.ID, uid string, o LogOptions, open func(pod string) io.WriteCloser, warn func(error)) error {
-	if !o.Follow {
+	// The previous instance's log is complete: there is nothing to follow.
+	if !o.Follow || o.Previous {
 		pod, err := r.NewestPod(ctx, id, uid, false)
 		if err != nil {
 			return err

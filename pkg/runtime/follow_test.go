@@ -241,3 +241,25 @@ func readyPod(p *corev1.Pod, uid types.UID) *corev1.Pod {
 	p.UID = uid
 	return running(p, 0)
 }
+
+// TestFollowLogsPrevious: the previous instance's log is complete, so -f -p
+// reads it once and returns.
+func TestFollowLogsPrevious(t *testing.T) {
+	id := mustID(t, "k8s-default|deployment|web")
+	c := newWatchedFake(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "dep-web"}})
+	addOwned(t, c.Clientset, id, "dep-web", running(pod("web-1", "default", "web", time.Now(), corev1.PodRunning), 1))
+	var o opened
+	if err := New(c, "k8s").FollowLogs(t.Context(), id, "dep-web", LogOptions{Tail: -1, Follow: true, Previous: true}, o.open, func(error) {}); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range c.Actions() {
+		if a.GetSubresource() == "log" {
+			if lo := a.(k8stesting.GenericAction).GetValue().(*corev1.PodLogOptions); !lo.Previous {
+				t.Errorf("log request %+v, want previous", lo)
+			}
+		}
+	}
+	if o.list() != "web-1" {
+		t.Errorf("read %q", o.list())
+	}
+}
