@@ -80,7 +80,7 @@ as visible text, so a prefix always names the workload that wrote the line.`,
 	cmd.Flags().BoolVarP(&o.Previous, "previous", "p", o.Previous, "Logs of the previous container instance")
 	cmd.Flags().BoolVar(&o.Timestamps, "timestamps", o.Timestamps, "Prefix each line with its RFC3339 timestamp")
 	cmd.Flags().DurationVar(&o.Since, "since", o.Since, "Only lines newer than this, e.g. 5s, 2m or 3h")
-	cmd.Flags().StringVarP(&o.Selector, "selector", "l", o.Selector, "Workloads whose recorded labels match this selector, e.g. team=payments,tier!=web")
+	cmd.Flags().StringVarP(&o.Selector, "selector", "l", o.Selector, "Workloads whose labels match this selector, e.g. team=payments,tier!=web (labels are the spec's labels plus app=NAME and gobrave-workload=NAME, as ps -l)")
 	cmd.Flags().BoolVar(&o.Prefix, "prefix", o.Prefix, "Start every line with [NAME] even for one workload")
 	cmd.Flags().IntVar(&o.MaxLogRequests, "max-log-requests", o.MaxLogRequests, "With -f, the most workloads to follow at once")
 	cmd.Flags().StringVar(&o.Color, "color", o.Color, "Colour the prefixes: auto (on a terminal without NO_COLOR), always or never")
@@ -229,8 +229,8 @@ func (o *LogsOptions) workloads(ctx context.Context) ([]store.Workload, error) {
 	return ws, nil
 }
 
-// selectWorkloads returns the records, deleted ones aside, whose recorded
-// spec labels match sel, in -n's namespace when it is given and --runtime's
+// selectWorkloads returns the records, deleted ones aside, whose labels
+// (workloadLabels: the spec's plus app and gobrave-workload, as ps -l) match sel, in -n's namespace when it is given and --runtime's
 // runtime when that is, sorted by runtime ID.
 func selectWorkloads(ctx context.Context, f *Factory, sel labels.Selector) ([]store.Workload, error) {
 	st, err := f.Store(ctx)
@@ -247,7 +247,7 @@ func selectWorkloads(ctx context.Context, f *Factory, sel labels.Selector) ([]st
 	}
 	var out []store.Workload
 	for _, w := range all {
-		if w.State != store.StateDeleted && sel.Matches(labels.Set(w.Spec.Labels)) {
+		if w.State != store.StateDeleted && sel.Matches(labels.Set(workloadLabels(w))) {
 			out = append(out, w)
 		}
 	}
