@@ -214,7 +214,7 @@ func (r *reconciler) streamIn(ctx context.Context, kind, ns string, fn func(any)
 	if err != nil {
 		return err
 	}
-	err = stream(ctx, r.c, l, WorkloadLabel, r.o.SyncTimeout, fn)
+	err = retryStream(ctx, func() error { return stream(ctx, r.c, l, WorkloadLabel, r.o.SyncTimeout, fn) })
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
@@ -487,13 +487,20 @@ func (r *reconciler) absent(ctx context.Context, kind string) error {
 	gone := map[uint64]bool{}
 	for _, ns := range slices.Sorted(maps.Keys(cand)) {
 		c := cand[ns]
-		err := r.meta(ctx, kind, ns, func(name, uid string) error {
-			h := keyHash(kind, ns, name)
-			if u, ok := c[h]; ok && (u == "" || u == uid || u == several) {
-				delete(c, h) // still there: its label was removed, or it is the one recorded
-			}
-			return nil
+		there := map[uint64]bool{}
+		err := retryStream(ctx, func() error {
+			clear(there)
+			return r.meta(ctx, kind, ns, func(name, uid string) error {
+				h := keyHash(kind, ns, name)
+				if u, ok := c[h]; ok && (u == "" || u == uid || u == several) {
+					there[h] = true // still there: its label was removed, or it is the one recorded
+				}
+				return nil
+			})
 		})
+		for h := range there {
+			delete(c, h)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

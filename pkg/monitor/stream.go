@@ -12,9 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/watchlist"
 	"k8s.io/utils/ptr"
 
@@ -129,6 +131,23 @@ func paginate(ctx context.Context, list func(context.Context, metav1.ListOptions
 		}
 		o.Continue = cont
 	}
+}
+
+// streamBackoff spaces the tries of a stream that failed transiently (a
+// 5xx, a 429, a cut connection, a watch-list cut before its end): about
+// 25 s in all.
+var streamBackoff = wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 8, Cap: 5 * time.Second}
+
+// retryStream runs fn, a whole stream, again while it fails transiently.
+// A stream tried again passes its objects again: its callers are
+// idempotent.
+func retryStream(ctx context.Context, fn func() error) error {
+	return retry.OnError(streamBackoff, func(err error) bool { return ctx.Err() == nil && retriable(err) }, fn)
+}
+
+// retriable: transient (see transient), or a watch-list cut before its end.
+func retriable(err error) bool {
+	return transient(err) || errors.Is(err, errNoBookmark)
 }
 
 // errNoBookmark is a watch-list that ended before its initial events did.
