@@ -214,7 +214,7 @@ func (r *reconciler) streamIn(ctx context.Context, kind, ns string, fn func(any)
 	if err != nil {
 		return err
 	}
-	err = retryStream(ctx, func() error { return stream(ctx, r.c, l, WorkloadLabel, r.o.SyncTimeout, fn) })
+	err = retryStream(ctx, r.o.SyncTimeout, func() error { return stream(ctx, r.c, l, WorkloadLabel, r.o.SyncTimeout, fn) })
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
@@ -488,7 +488,7 @@ func (r *reconciler) absent(ctx context.Context, kind string) error {
 	for _, ns := range slices.Sorted(maps.Keys(cand)) {
 		c := cand[ns]
 		there := map[uint64]bool{}
-		err := retryStream(ctx, func() error {
+		err := retryStream(ctx, r.o.SyncTimeout, func() error {
 			clear(there)
 			return r.meta(ctx, kind, ns, func(name, uid string) error {
 				h := keyHash(kind, ns, name)
