@@ -223,6 +223,9 @@ func (r *reconciler) streamIn(ctx context.Context, kind, ns string, fn func(any)
 		where, canI = "in all namespaces", "--all-namespaces"
 	}
 	res := kind + "s"
+	if cs, ok := r.c.(*kubernetes.Clientset); ok {
+		where += " at " + cs.CoreV1().RESTClient().Get().URL().Host // the address that does not answer
+	}
 	if isDenied(err) {
 		return fmt.Errorf("monitor: list %s %s is forbidden: %w: check access with 'kubectl auth can-i list %s %s' and 'kubectl auth can-i watch %s %s'", res, where, err, res, canI, res, canI)
 	}

@@ -162,7 +162,7 @@ func retriable(err error) bool {
 type idleError struct{ idle time.Duration }
 
 func (e *idleError) Error() string {
-	return fmt.Sprintf("the API server sent nothing for %s", e.idle)
+	return fmt.Sprintf("no answer within %s: timed out", e.idle)
 }
 
 // errNoBookmark is a watch-list that ended before its initial events did.
