@@ -1,9 +1,13 @@
 package main
 
 import (
+	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -100,4 +104,53 @@ func writeCharts(dir string, ss []*scaleResult) ([]string, error) {
 		}
 	}
 	return files, nil
+}
+
+// chartPoint is one N of `bench charts -in FILE`: wall seconds and peak RSS (MiB) by row key
+// (recover, limit, get, ps), and the monitor's peak RSS.
+type chartPoint struct {
+	N          int                   `json:"n"`
+	Rows       map[string][2]float64 `json:"rows"` // key → [wall s, RSS MiB]
+	MonitorMiB float64               `json:"monitorMiB,omitempty"`
+}
+
+// chartsMain draws the charts from figures in a JSON file (a list of chartPoint): for runs whose
+// points were measured in more than one invocation, or by hand.
+//
+//	go run ./hack/bench charts -in points.json -out docs/
+func chartsMain(args []string) int {
+	fs := flag.NewFlagSet("charts", flag.ContinueOnError)
+	in := fs.String("in", "", "JSON list of {n, rows: {recover: [wall s, RSS MiB], ...}, monitorMiB}")
+	out := fs.String("out", ".", "folder for bench-wall and bench-rss (.png, .svg)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	b, err := os.ReadFile(*in)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "charts: %v\n", err)
+		return 1
+	}
+	var pts []chartPoint
+	if err := json.Unmarshal(b, &pts); err != nil {
+		fmt.Fprintf(os.Stderr, "charts: %s: %v\n", *in, err)
+		return 1
+	}
+	var ss []*scaleResult
+	for _, p := range pts {
+		s := &scaleResult{n: p.N}
+		for k, v := range p.Rows {
+			s.rows = append(s.rows, row{key: k, wall: time.Duration(v[0] * float64(time.Second)), rss: int64(v[1] * 1024)})
+		}
+		if p.MonitorMiB > 0 {
+			s.latency = &latencyResult{monitor: measured{MaxRSS: int64(p.MonitorMiB * 1024)}}
+		}
+		ss = append(ss, s)
+	}
+	files, err := writeCharts(*out, ss)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "charts: %v\n", err)
+		return 1
+	}
+	fmt.Println(strings.Join(files, "\n"))
+	return 0
 }

@@ -58,6 +58,10 @@ type options struct {
 func main() {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
+		case "charts":
+			os.Exit(chartsMain(os.Args[2:]))
+		case "record":
+			os.Exit(recordMain(os.Args[2:]))
 		case "profile":
 			os.Exit(profileMain(os.Args[2:]))
 		case "idle":

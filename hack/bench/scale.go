@@ -151,15 +151,17 @@ func runScale(ctx context.Context, o options, n int) (*scaleResult, error) {
 	}
 	res.created = time.Since(t0)
 	logf("N=%d: %d objects created in %s (%.0f/s); waiting for the controllers", n, n, secs(res.created), float64(n)/res.created.Seconds())
+	// Said before the wait, so that a run stopped while the controllers catch up reports it too.
+	res.held = fmt.Sprintf("%d deployments (%d at 1 replica, ready; %d scaled to 0) and %d jobs (%d running a held pod; %d suspended) labelled gobrave-workload, with the gobrave.dev/spec annotation; the deployment controller adds one ReplicaSet per deployment (%d)",
+		l.perKind(), l.runPerKind(), l.idlePerKind(), l.perKind(), l.runPerKind(), l.idlePerKind(), l.perKind())
+	res.setup = append(res.setup,
+		fmt.Sprintf("%d objects created with client-go (%d workers, QPS/burst 2000) in %s: %.0f objects/s", n, o.workers, secs(res.created), float64(n)/res.created.Seconds()))
 	st, err := waitSettled(ctx, c, l, 60*time.Minute)
 	if err != nil {
 		return res, err
 	}
 	res.settled = time.Since(t0)
-	res.held = fmt.Sprintf("%d deployments (%d at 1 replica, ready; %d scaled to 0) and %d jobs (%d running a held pod; %d suspended) labelled gobrave-workload, with the gobrave.dev/spec annotation; the deployment controller adds one ReplicaSet per deployment (%d)",
-		l.perKind(), l.runPerKind(), l.idlePerKind(), l.perKind(), l.runPerKind(), l.idlePerKind(), l.perKind())
 	res.setup = append(res.setup,
-		fmt.Sprintf("%d objects created with client-go (%d workers, QPS/burst 2000) in %s: %.0f objects/s", n, o.workers, secs(res.created), float64(n)/res.created.Seconds()),
 		fmt.Sprintf("controllers caught up (%d running, %d scaled to 0 observed, %d suspended) %s after the first create", st.started, st.exited, st.paused, secs(res.settled)))
 
 	t0 = time.Now()

@@ -400,7 +400,7 @@ func (m *Monitor) confirm(ctx context.Context, kind, ns string, group []missing)
 	var found map[string]any
 	l, err := listerFor(m.client, kind, ns)
 	if err == nil {
-		err = retry.OnError(m.getBackoff, func(err error) bool { return ctx.Err() == nil && transient(err) }, func() error {
+		err = retry.OnError(m.getBackoff, func(err error) bool { return ctx.Err() == nil && retriable(err) }, func() error {
 			found = map[string]any{}
 			return stream(ctx, m.client, l, "", m.opts.SyncTimeout, func(obj any) error {
 				if o, ok := obj.(metav1.Object); ok && want[o.GetName()] {

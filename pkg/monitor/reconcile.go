@@ -214,7 +214,7 @@ func (r *reconciler) streamIn(ctx context.Context, kind, ns string, fn func(any)
 	if err != nil {
 		return err
 	}
-	err = stream(ctx, r.c, l, WorkloadLabel, r.o.SyncTimeout, fn)
+	err = retryStream(ctx, r.o.SyncTimeout, func() error { return stream(ctx, r.c, l, WorkloadLabel, r.o.SyncTimeout, fn) })
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
@@ -223,6 +223,9 @@ func (r *reconciler) streamIn(ctx context.Context, kind, ns string, fn func(any)
 		where, canI = "in all namespaces", "--all-namespaces"
 	}
 	res := kind + "s"
+	if cs, ok := r.c.(*kubernetes.Clientset); ok {
+		where += " at " + cs.CoreV1().RESTClient().Get().URL().Host // the address that does not answer
+	}
 	if isDenied(err) {
 		return fmt.Errorf("monitor: list %s %s is forbidden: %w: check access with 'kubectl auth can-i list %s %s' and 'kubectl auth can-i watch %s %s'", res, where, err, res, canI, res, canI)
 	}
@@ -487,13 +490,20 @@ func (r *reconciler) absent(ctx context.Context, kind string) error {
 	gone := map[uint64]bool{}
 	for _, ns := range slices.Sorted(maps.Keys(cand)) {
 		c := cand[ns]
-		err := r.meta(ctx, kind, ns, func(name, uid string) error {
-			h := keyHash(kind, ns, name)
-			if u, ok := c[h]; ok && (u == "" || u == uid || u == several) {
-				delete(c, h) // still there: its label was removed, or it is the one recorded
-			}
-			return nil
+		there := map[uint64]bool{}
+		err := retryStream(ctx, r.o.SyncTimeout, func() error {
+			clear(there)
+			return r.meta(ctx, kind, ns, func(name, uid string) error {
+				h := keyHash(kind, ns, name)
+				if u, ok := c[h]; ok && (u == "" || u == uid || u == several) {
+					there[h] = true // still there: its label was removed, or it is the one recorded
+				}
+				return nil
+			})
 		})
+		for h := range there {
+			delete(c, h)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

@@ -1,15 +1,18 @@
 package monitor
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
@@ -122,5 +125,38 @@ func TestReconcileOtherCluster(t *testing.T) {
 	}
 	if sum != (Summary{}) || len(client.Actions()) != 0 || state(t, st, id) != store.StateRunning {
 		t.Errorf("summary %+v, %d requests, state %s; want nothing done", sum, len(client.Actions()), state(t, st, id))
+	}
+}
+
+// TestReconcileRetriesTransientErrors: a stream that meets a 500 and a 429
+// is read again; the pass records what the objects say, once.
+func TestReconcileRetriesTransientErrors(t *testing.T) {
+	st := newStore(t)
+	id := jobID("ns", "task")
+	record(t, st, id, "u1", store.StateCreated)
+	client := fake.NewClientset(job("ns", "task", "u1", batchv1.JobStatus{Active: 1, Ready: ptr.To(int32(1))}))
+	calls := 0
+	client.PrependReactor("list", "jobs", func(k8stesting.Action) (bool, kruntime.Object, error) {
+		calls++
+		switch calls {
+		case 1:
+			return true, nil, apierrors.NewInternalError(errors.New("etcd leader changed"))
+		case 2:
+			return true, nil, apierrors.NewTooManyRequests("slow down", 0)
+		}
+		return false, nil, nil
+	})
+	sum, err := Reconcile(t.Context(), client, st, ReconcileOptions{Owner: owner("a"), Runtimes: []string{runtimeid.RuntimeK8s}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(Summary{Reattached: 1, Changed: 1}, sum); d != "" {
+		t.Errorf("summary (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"Created  u1", "ContainerStarted  u1"}, history(t, st, id)); d != "" {
+		t.Errorf("history (-want +got):\n%s", d)
+	}
+	if calls != 3 {
+		t.Errorf("%d job lists, want 3", calls)
 	}
 }

@@ -12,9 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/watchlist"
 	"k8s.io/utils/ptr"
 
@@ -131,14 +133,52 @@ func paginate(ctx context.Context, list func(context.Context, metav1.ListOptions
 	}
 }
 
+// streamBackoff spaces the tries of a stream that failed transiently (a
+// 5xx, a 429, a cut connection, a watch-list cut before its end).
+var streamBackoff = wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 8, Cap: 5 * time.Second}
+
+// retryStream runs fn, a whole stream, again while it fails transiently,
+// for at most budget (the sync timeout: what a user waits for a cluster
+// that does not answer). A stream tried again passes its objects again: its
+// callers are idempotent.
+func retryStream(ctx context.Context, budget time.Duration, fn func() error) error {
+	deadline := time.Now().Add(budget)
+	return retry.OnError(streamBackoff, func(err error) bool {
+		return ctx.Err() == nil && retriable(err) && time.Now().Before(deadline)
+	}, fn)
+}
+
+// retriable: transient (see transient), or a watch-list cut before its end.
+// A stream that went quiet for its whole idle time is not tried again.
+func retriable(err error) bool {
+	var idle *idleError
+	if errors.As(err, &idle) {
+		return false
+	}
+	return transient(err) || errors.Is(err, errNoBookmark)
+}
+
+// idleError is a stream that sent nothing for its idle time.
+type idleError struct{ idle time.Duration }
+
+func (e *idleError) Error() string {
+	return fmt.Sprintf("no answer within %s: timed out", e.idle)
+}
+
 // errNoBookmark is a watch-list that ended before its initial events did.
 var errNoBookmark = errors.New("the watch-list ended before the initial-events-end bookmark")
 
 // watchList streams the current objects through one watch request and
 // returns how many it passed to fn.
 func watchList(ctx context.Context, l lister, selector string, idle time.Duration, fn func(any) error) (int, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// idle bounds the wait for the request's answer too, and for each
+	// object after it: a server that never answers fails like an informer
+	// that never syncs.
+	quiet := &idleError{idle: idle}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := time.AfterFunc(idle, func() { cancel(quiet) })
+	defer timer.Stop()
 	w, err := l.watch(ctx, metav1.ListOptions{
 		LabelSelector:        selector,
 		SendInitialEvents:    ptr.To(true),
@@ -146,20 +186,22 @@ func watchList(ctx context.Context, l lister, selector string, idle time.Duratio
 		AllowWatchBookmarks:  true,
 	})
 	if err != nil {
+		if context.Cause(ctx) == quiet {
+			return 0, quiet
+		}
 		return 0, err
 	}
 	defer w.Stop()
-	timer := time.NewTimer(idle)
-	defer timer.Stop()
 	n := 0
 	for {
 		select {
 		case <-ctx.Done():
-			return n, ctx.Err()
-		case <-timer.C:
-			return n, fmt.Errorf("no object or end of the list within %s", idle)
+			return n, context.Cause(ctx)
 		case ev, ok := <-w.ResultChan():
 			if !ok {
+				if context.Cause(ctx) == quiet {
+					return n, quiet
+				}
 				return n, errNoBookmark
 			}
 			timer.Reset(idle)

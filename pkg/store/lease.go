@@ -91,10 +91,14 @@ func (s *Store) ReleaseLeases(ctx context.Context, o Owner, ids ...string) error
 	q := "DELETE FROM leases WHERE owner = ?"
 	args := []any{o.ID}
 	if len(ids) > 0 {
-		q += " AND runtime_id IN (" + placeholders(len(ids)) + ")"
-		for _, id := range ids {
-			args = append(args, id)
+		// One JSON array, not a placeholder per ID: SQLite allows 32,766
+		// variables, and recover --once at 100,000 records released them all.
+		list, err := jsonIDs(ids)
+		if err != nil {
+			return err
 		}
+		q += " AND runtime_id IN (SELECT value FROM json_each(?))"
+		args = append(args, list)
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, q, args...)

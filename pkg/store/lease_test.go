@@ -141,3 +141,25 @@ func TestLeaseTakeoverFromDeadProcess(t *testing.T) {
 		t.Errorf("acquire (-want +got):\n%s", diff)
 	}
 }
+
+// TestReleaseManyLeases releases more leases at once than SQLite allows
+// variables in one statement (32,766): recover --once at 100,000 records did.
+func TestReleaseManyLeases(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	ids := fill(t, s, 40000)
+	o := Owner{ID: "many", PID: 1, Host: "h"}
+	if _, err := s.AcquireLeases(ctx, o, ids, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReleaseLeases(ctx, o, ids...); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, err := s.LeaseHolder(ctx, ids[len(ids)-1]); err != nil || ok {
+		t.Fatalf("lease still held (%v, %v)", ok, err)
+	}
+	evs, err := s.Events(ctx, ids...)
+	if err != nil || len(evs) != 0 {
+		t.Fatalf("%d events, %v", len(evs), err)
+	}
+}

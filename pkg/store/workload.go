@@ -317,10 +317,12 @@ func (s *Store) Events(ctx context.Context, runtimeIDs ...string) ([]Event, erro
 	q := "SELECT " + eventColumns + " FROM events"
 	var args []any
 	if len(runtimeIDs) > 0 {
-		q += " WHERE runtime_id IN (" + placeholders(len(runtimeIDs)) + ")"
-		for _, id := range runtimeIDs {
-			args = append(args, id)
+		list, err := jsonIDs(runtimeIDs)
+		if err != nil {
+			return nil, err
 		}
+		q += " WHERE runtime_id IN (SELECT value FROM json_each(?))" // any number of IDs
+		args = append(args, list)
 	}
 	return s.queryEvents(ctx, q+" ORDER BY seq", args...)
 }
@@ -436,6 +438,13 @@ func scanRow(scan func(...any) error, spec *[]byte) (Workload, error) {
 	w.CreatedAt = fromDB(created)
 	w.UpdatedAt = fromDB(updated)
 	return w, nil
+}
+
+// jsonIDs is ids as one JSON array, for "IN (SELECT value FROM json_each(?))":
+// one parameter whatever their number (SQLite allows 32,766).
+func jsonIDs(ids []string) (string, error) {
+	b, err := json.Marshal(ids)
+	return string(b), err
 }
 
 func placeholders(n int) string {
