@@ -4,11 +4,13 @@
 // a bookmark marks the end) of the objects with the gobrave-workload label, each object decoded by
 // client-go and dropped. No informer, no cache, no mapping, no database; the same transport as the
 // plugin (protobuf, client rate limits off). -mode list pages through a LIST (500 a page) instead,
-// for servers without watch-list. It prints one JSON line: the objects received and the time taken.
+// for servers without watch-list. -namespace names the namespaces, comma-separated, each read in
+// turn (as the plugin reads up to 10 namespaces), or "" for one cluster-wide watch-list per kind
+// (as the plugin reads more). It prints one JSON line: the objects received and the time taken.
 // A program of its own (client-go and the standard library only), so that its RSS is that of a
 // minimal client, not of the benchmark driver.
 //
-//	limit -kubeconfig KUBECONFIG [-namespace bench] [-selector gobrave-workload] [-mode watch-list|list]
+//	limit -kubeconfig KUBECONFIG [-namespace bench[,bench-2...] | -namespace ""] [-selector gobrave-workload] [-mode watch-list|list]
 package main
 
 import (
@@ -18,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,7 +50,7 @@ func run(args []string) int {
 	start := time.Now()
 	fs := flag.NewFlagSet("limit", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig")
-	ns := fs.String("namespace", "bench", "namespace of the objects")
+	nsFlag := fs.String("namespace", "bench", `namespaces of the objects, comma-separated, read one after the other ("": all, cluster-wide)`)
 	selector := fs.String("selector", "gobrave-workload", "label selector")
 	mode := fs.String("mode", "watch-list", "watch-list or list")
 	if err := fs.Parse(args); err != nil {
@@ -75,39 +78,59 @@ func run(args []string) int {
 		watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
 		list  func(context.Context, metav1.ListOptions) (string, int, error) // continue token, items
 	}
-	kinds := []kind{
-		{"deployments", c.AppsV1().Deployments(*ns).Watch, func(ctx context.Context, o metav1.ListOptions) (string, int, error) {
-			l, err := c.AppsV1().Deployments(*ns).List(ctx, o)
-			if err != nil {
-				return "", 0, err
-			}
-			return l.Continue, len(l.Items), nil
+	kinds := []struct {
+		name string
+		of   func(ns string) kind
+	}{
+		{"deployments", func(ns string) kind {
+			return kind{"deployments", c.AppsV1().Deployments(ns).Watch, func(ctx context.Context, o metav1.ListOptions) (string, int, error) {
+				l, err := c.AppsV1().Deployments(ns).List(ctx, o)
+				if err != nil {
+					return "", 0, err
+				}
+				return l.Continue, len(l.Items), nil
+			}}
 		}},
-		{"jobs", c.BatchV1().Jobs(*ns).Watch, func(ctx context.Context, o metav1.ListOptions) (string, int, error) {
-			l, err := c.BatchV1().Jobs(*ns).List(ctx, o)
-			if err != nil {
-				return "", 0, err
-			}
-			return l.Continue, len(l.Items), nil
+		{"jobs", func(ns string) kind {
+			return kind{"jobs", c.BatchV1().Jobs(ns).Watch, func(ctx context.Context, o metav1.ListOptions) (string, int, error) {
+				l, err := c.BatchV1().Jobs(ns).List(ctx, o)
+				if err != nil {
+					return "", 0, err
+				}
+				return l.Continue, len(l.Items), nil
+			}}
 		}},
+	}
+	nss := []string{metav1.NamespaceAll}
+	if *nsFlag != "" {
+		nss = strings.Split(*nsFlag, ",")
 	}
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
-	for _, k := range kinds {
-		wg.Go(func() {
-			var n int
+	for _, kk := range kinds {
+		wg.Go(func() { // the kinds at once, the namespaces of each in turn
+			total := 0
 			var err error
-			if *mode == "list" {
-				n, err = limitList(ctx, k.list, *selector)
-			} else {
-				n, err = limitWatchList(ctx, k.watch, *selector)
+			for _, ns := range nss {
+				k := kk.of(ns)
+				var n int
+				if *mode == "list" {
+					n, err = limitList(ctx, k.list, *selector)
+				} else {
+					n, err = limitWatchList(ctx, k.watch, *selector)
+				}
+				total += n
+				if err != nil {
+					err = fmt.Errorf("namespace %q: %w", ns, err)
+					break
+				}
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			res.Objects[k.name] = n
+			res.Objects[kk.name] = total
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", k.name, err))
+				errs = append(errs, fmt.Errorf("%s: %w", kk.name, err))
 			}
 		})
 	}
