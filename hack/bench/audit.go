@@ -29,6 +29,9 @@ func (r request) Path() string { p, _, _ := strings.Cut(r.URI, "?"); return p }
 // perObjectPath matches a request about one named object: a GET/PUT/... of .../NAME.
 var perObjectPath = regexp.MustCompile(`/namespaces/[^/?]+/[a-z.]+/[^/?]+`)
 
+// namespaceOfPath finds the namespace in a request's path.
+var namespaceOfPath = regexp.MustCompile(`/namespaces/([^/?]+)`)
+
 // perObjectLabels are the label keys whose equality narrows a list or watch to the pods (or
 // replica sets) of one workload: the plugin's own label and those the controllers set.
 var perObjectLabels = map[string]bool{
@@ -127,16 +130,30 @@ func (a *auditLog) requests(from int64, prefixes ...string) (map[string][]reques
 
 // summarize is "N requests (k per object): verb path ×n, ..." for the report's notes.
 func summarize(rs []request) string {
+	// With the load spread over namespaces, the same request in each namespace counts as one kind
+	// of request: /namespaces/*/.
+	nss := map[string]bool{}
+	for _, r := range rs {
+		if m := namespaceOfPath.FindStringSubmatch(r.Path()); m != nil {
+			nss[m[1]] = true
+		}
+	}
+	path := func(r request) string {
+		if len(nss) > 1 {
+			return namespaceOfPath.ReplaceAllString(r.Path(), "/namespaces/*")
+		}
+		return r.Path()
+	}
 	count := map[string]int{}
 	for _, r := range rs {
-		key := r.Verb + " " + r.Path()
+		key := r.Verb + " " + path(r)
 		if r.PerObject() {
 			key = r.Verb + " <one object>"
 			switch {
 			case strings.Contains(r.URI, "fieldSelector=metadata.name"):
 				key = r.Verb + " <one object by fieldSelector>"
 			case strings.Contains(r.URI, "labelSelector="):
-				key = r.Verb + " " + r.Path() + " <one workload by labelSelector>"
+				key = r.Verb + " " + path(r) + " <one workload by labelSelector>"
 			}
 		}
 		count[key]++

@@ -14,6 +14,9 @@ func TestPerObject(t *testing.T) {
 		// The plugin's constant requests: label-filtered watch-lists of a namespace.
 		{"/apis/apps/v1/namespaces/bench/deployments?allowWatchBookmarks=true&labelSelector=gobrave-workload&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&watch=true", false},
 		{"/apis/batch/v1/jobs?labelSelector=gobrave-workload&limit=500", false},
+		// ... and cluster-wide, above 10 namespaces.
+		{"/apis/apps/v1/deployments?allowWatchBookmarks=true&labelSelector=gobrave-workload&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&watch=true", false},
+		{"/apis/apps/v1/namespaces/bench-007/deployments?allowWatchBookmarks=true&labelSelector=gobrave-workload&watch=true", false},
 		{"/api/v1/namespaces/bench/pods?labelSelector=gobrave-workload%2Cgobrave.dev%2Fkind%3Djob&watch=true", false},
 		{"/apis/batch/v1/namespaces/bench/jobs?labelSelector=gobrave-workload+notin+%28x%29", false},
 		{"/version", false},
@@ -66,6 +69,16 @@ func TestAuditRequests(t *testing.T) {
 	}
 	if got := summarize(rs["kubectl-gobrave/"]); got != "list /api/v1/namespaces/b/pods <one workload by labelSelector>; watch /apis/batch/v1/namespaces/b/jobs" {
 		t.Errorf("summary %q", got)
+	}
+
+	// The same request in several namespaces is one kind of request.
+	spread := []request{
+		{Verb: "watch", URI: "/apis/batch/v1/namespaces/bench-000/jobs?labelSelector=gobrave-workload&watch=true"},
+		{Verb: "watch", URI: "/apis/batch/v1/namespaces/bench-001/jobs?labelSelector=gobrave-workload&watch=true"},
+		{Verb: "watch", URI: "/apis/apps/v1/deployments?labelSelector=gobrave-workload&watch=true"},
+	}
+	if got := summarize(spread); got != "watch /apis/apps/v1/deployments; watch /apis/batch/v1/namespaces/*/jobs ×2" {
+		t.Errorf("summary over namespaces %q", got)
 	}
 
 	// From an offset: only what was written after it.
