@@ -67,12 +67,13 @@ func (s *scale) measureLatency(ctx context.Context) (*latencyResult, error) {
 	L := s.o.latencyJobs
 	c := s.cl.client
 	res := &latencyResult{jobs: L}
-	logf("N=%d latency: creating %d held jobs", s.n, L)
-	made, err := createGobrave(ctx, c, latencySpecs(L))
+	ns := s.load.namespaces()[0] // the latency jobs join the load's first namespace
+	logf("N=%d latency: creating %d held jobs in namespace %s", s.n, L, ns)
+	made, err := createGobrave(ctx, c, latencySpecs(L, ns))
 	if err != nil {
 		return res, err
 	}
-	if err := waitRunning(ctx, c, labelLatency, 0, L, 20*time.Minute); err != nil {
+	if err := waitRunning(ctx, c, ns, labelLatency, 0, L, 20*time.Minute); err != nil {
 		return res, err
 	}
 	db, err := s.dbCopy()
@@ -84,7 +85,7 @@ func (s *scale) measureLatency(ctx context.Context) (*latencyResult, error) {
 	}
 	ids := map[string]string{} // job name → runtime ID
 	for _, m := range made {
-		id, err := runtimeid.New(runtimeid.RuntimeK8s, benchNS, m.s.Kind(), m.s.Name)
+		id, err := runtimeid.New(runtimeid.RuntimeK8s, ns, m.s.Kind(), m.s.Name)
 		if err != nil {
 			return res, err
 		}
@@ -100,7 +101,7 @@ func (s *scale) measureLatency(ctx context.Context) (*latencyResult, error) {
 	if err != nil {
 		return res, err
 	}
-	f := informers.NewSharedInformerFactoryWithOptions(wc, 0, informers.WithNamespace(benchNS),
+	f := informers.NewSharedInformerFactoryWithOptions(wc, 0, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = labelLatency }))
 	ji := f.Batch().V1().Jobs().Informer()
 	onJob := func(obj any) {
@@ -188,12 +189,12 @@ func (s *scale) measureLatency(ctx context.Context) (*latencyResult, error) {
 	var kw measured
 	kwWG.Go(func() {
 		kw, kwErr = s.cl.run(mctx, procSpec{argv: []string{s.cl.kubectl(), "wait", "--for=condition=complete", "job",
-			"-n", benchNS, "-l", labelLatency, "--timeout=30m"}, env: s.cl.env, ua: kubectlUA, timeout: 40 * time.Minute})
+			"-n", ns, "-l", labelLatency, "--timeout=30m"}, env: s.cl.env, ua: kubectlUA, timeout: 40 * time.Minute})
 	})
 
 	// Release: remove the hold label from each pod, paced over 5 s. kwok then completes the pod at
 	// once, the job controller sets Complete.
-	pods, err := c.CoreV1().Pods(benchNS).List(ctx, metav1.ListOptions{LabelSelector: labelLatency})
+	pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labelLatency})
 	if err != nil {
 		return res, err
 	}
@@ -207,7 +208,7 @@ func (s *scale) measureLatency(ctx context.Context) (*latencyResult, error) {
 		if d := time.Until(relStart.Add(time.Duration(i) * every)); d > 0 {
 			time.Sleep(d)
 		}
-		_, err := c.CoreV1().Pods(benchNS).Patch(ctx, pods.Items[i].Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		_, err := c.CoreV1().Pods(ns).Patch(ctx, pods.Items[i].Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
 	res.release = time.Since(relStart)

@@ -23,8 +23,54 @@ import (
 // each kind (R = min(N, -running)), deployments at 1 replica and held jobs (docs/testing.md). The
 // rest have none: deployments scaled to 0 (what `stop` does) and jobs created suspended (what
 // `pause` does, and Kueue).
+//
+// The load is spread over namespaces, perNS objects in each (0: all in one): the deployment
+// controller's sync of a deployment lists its namespace's ReplicaSets, so with every object in one
+// namespace its work grows with N² and 100,000 never settles (docs/performance.md). One namespace is
+// named bench, as before; more are bench-000, bench-001, ... Workload pair i (svc-i, task-i) goes to
+// namespace i mod K, so each namespace holds the same share of running and idle workloads.
 type loadShape struct {
 	n, running int
+	perNS      int
+}
+
+// nsCount is the number of namespaces the load spreads over.
+func (l loadShape) nsCount() int {
+	if l.perNS <= 0 || l.n <= l.perNS {
+		return 1
+	}
+	return (l.n + l.perNS - 1) / l.perNS
+}
+
+// namespaces are the load's namespaces.
+func (l loadShape) namespaces() []string {
+	k := l.nsCount()
+	if k == 1 {
+		return []string{benchNS}
+	}
+	out := make([]string, k)
+	for i := range k {
+		out[i] = fmt.Sprintf("%s-%03d", benchNS, i)
+	}
+	return out
+}
+
+// where says, for the report, where the load is.
+func (l loadShape) where() string {
+	nss := l.namespaces()
+	if len(nss) == 1 {
+		return "in namespace " + nss[0]
+	}
+	return fmt.Sprintf("spread over %d namespaces %s ... %s (%d objects in each, at most)", len(nss), nss[0], nss[len(nss)-1], 2*((l.perKind()+len(nss)-1)/len(nss)))
+}
+
+// nsOf is the namespace of workload pair i.
+func (l loadShape) nsOf(i int) string {
+	k := l.nsCount()
+	if k == 1 {
+		return benchNS
+	}
+	return fmt.Sprintf("%s-%03d", benchNS, i%k)
 }
 
 func (l loadShape) perKind() int    { return l.n / 2 }
@@ -39,20 +85,21 @@ func (l loadShape) specs() ([]spec.ContainerSpec, []bool) {
 	runs := make([]bool, 0, l.n)
 	for i := range l.perKind() {
 		run := i < l.runPerKind()
-		job := spec.ContainerSpec{Name: fmt.Sprintf("task-%06d", i), Image: benchImage, WorkloadKind: runtimeid.KindJob}
+		ns := l.nsOf(i)
+		job := spec.ContainerSpec{Name: fmt.Sprintf("task-%06d", i), Image: benchImage, WorkloadKind: runtimeid.KindJob, RuntimeNamespace: ns}
 		if run {
 			job.Labels = map[string]string{labelHold: "true"}
 		}
 		specs = append(specs,
-			spec.ContainerSpec{Name: fmt.Sprintf("svc-%06d", i), Image: benchImage, WorkloadKind: runtimeid.KindDeployment},
+			spec.ContainerSpec{Name: fmt.Sprintf("svc-%06d", i), Image: benchImage, WorkloadKind: runtimeid.KindDeployment, RuntimeNamespace: ns},
 			job)
 		runs = append(runs, run, run)
 	}
 	return specs, runs
 }
 
-// createLoad creates the load with client-go (rate limits lifted, workers at once) and returns the
-// objects made, in the order of specs.
+// createLoad creates the load with client-go (rate limits lifted, workers at once), each object in
+// its spec's RuntimeNamespace, and returns the objects made, in the order of specs.
 func createLoad(ctx context.Context, c kubernetes.Interface, specs []spec.ContainerSpec, runs []bool, workers int) ([]made, error) {
 	out := make([]made, len(specs))
 	var done atomic.Int64
@@ -74,11 +121,11 @@ func createLoad(ctx context.Context, c kubernetes.Interface, specs []spec.Contai
 	}()
 	err := parallelN(ctx, len(specs), workers, func(i int) error {
 		s := specs[i]
-		s.RuntimeNamespace = benchNS
+		ns := s.RuntimeNamespace
 		if err := s.Validate(); err != nil {
 			return err
 		}
-		objs, err := runtime.Build(s, benchNS)
+		objs, err := runtime.Build(s, ns)
 		if err != nil {
 			return err
 		}
@@ -88,7 +135,7 @@ func createLoad(ctx context.Context, c kubernetes.Interface, specs []spec.Contai
 			if !runs[i] {
 				objs.Deployment.Spec.Replicas = ptr.To(int32(0))
 			}
-			d, err := c.AppsV1().Deployments(benchNS).Create(ctx, objs.Deployment, metav1.CreateOptions{})
+			d, err := c.AppsV1().Deployments(ns).Create(ctx, objs.Deployment, metav1.CreateOptions{})
 			if err != nil {
 				return err
 			}
@@ -97,7 +144,7 @@ func createLoad(ctx context.Context, c kubernetes.Interface, specs []spec.Contai
 			if !runs[i] {
 				objs.Job.Spec.Suspend = ptr.To(true)
 			}
-			j, err := c.BatchV1().Jobs(benchNS).Create(ctx, objs.Job, metav1.CreateOptions{})
+			j, err := c.BatchV1().Jobs(ns).Create(ctx, objs.Job, metav1.CreateOptions{})
 			if err != nil {
 				return err
 			}
@@ -116,7 +163,7 @@ type settled struct {
 	started, exited, paused, other int
 }
 
-// waitSettled polls, in pages of 5,000, until the controllers have caught up: the running slice
+// waitSettled polls, in pages of 5,000 across all namespaces, until the controllers have caught up: the running slice
 // running, the deployments at 0 observed (exited), the suspended jobs suspended (paused).
 func waitSettled(ctx context.Context, c kubernetes.Interface, l loadShape, timeout time.Duration) (settled, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -163,7 +210,7 @@ func countSettled(ctx context.Context, c kubernetes.Interface) (settled, error) 
 	}
 	opts := metav1.ListOptions{LabelSelector: "gobrave-workload", Limit: 5000}
 	for {
-		ds, err := c.AppsV1().Deployments(benchNS).List(ctx, opts)
+		ds, err := c.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, opts)
 		if err != nil {
 			return s, err
 		}
@@ -176,7 +223,7 @@ func countSettled(ctx context.Context, c kubernetes.Interface) (settled, error) 
 	}
 	opts.Continue = ""
 	for {
-		js, err := c.BatchV1().Jobs(benchNS).List(ctx, opts)
+		js, err := c.BatchV1().Jobs(metav1.NamespaceAll).List(ctx, opts)
 		if err != nil {
 			return s, err
 		}
@@ -210,12 +257,13 @@ func recordLoad(ctx context.Context, path string, ms []made, runs []bool) error 
 func recordInto(ctx context.Context, st *store.Store, ms []made, runs []bool) error {
 	var started []store.Transition
 	for i, m := range ms {
-		id, err := runtimeid.New(runtimeid.RuntimeK8s, benchNS, m.s.Kind(), m.s.Name)
+		ns := m.s.RuntimeNamespace
+		id, err := runtimeid.New(runtimeid.RuntimeK8s, ns, m.s.Kind(), m.s.Name)
 		if err != nil {
 			return err
 		}
 		w := store.Workload{
-			RuntimeID: id.String(), Runtime: runtimeid.RuntimeK8s, Namespace: benchNS, Kind: id.Kind, Name: m.s.Name,
+			RuntimeID: id.String(), Runtime: runtimeid.RuntimeK8s, Namespace: ns, Kind: id.Kind, Name: m.s.Name,
 			UID: m.uid, Spec: m.s, State: store.StateCreated,
 		}
 		ev := store.Transition{Type: store.Created, Message: id.Kind + "/" + m.s.Name + " created", UID: m.uid}

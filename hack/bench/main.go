@@ -1,7 +1,7 @@
 // Command bench is the scale benchmark of `make bench` (docs/performance.md). For each N it starts a
 // kwok control plane of its own with an audit log (hack/cluster-up.sh --audit-log), creates N gobrave
 // workloads with client-go (N/2 deployments, N/2 jobs; only a slice of -running runs pods, the rest
-// are deployments scaled to 0 and suspended jobs), records them in a state database with pkg/store,
+// are deployments scaled to 0 and suspended jobs; -per-namespace objects in each namespace), records them in a state database with pkg/store,
 // then measures, side by side in the same run and as real processes:
 //
 //   - `recover --once` of the plugin (every record changed while nothing watched);
@@ -45,6 +45,7 @@ type options struct {
 	reps        int
 	latencyJobs int
 	running     int
+	perNS       int
 	workers     int
 	syncs       int
 	limitMode   string
@@ -76,6 +77,7 @@ func main() {
 	flag.IntVar(&o.reps, "reps", 3, "runs of each plugin and kubectl measurement (the median is reported)")
 	flag.IntVar(&o.latencyJobs, "latency-jobs", 1000, "jobs released at once for the event-to-database latency (0: skip)")
 	flag.IntVar(&o.running, "running", 1000, "workloads with a running pod (half deployments at 1 replica, half held jobs); the rest have none")
+	flag.IntVar(&o.perNS, "per-namespace", 1000, "objects per namespace: N/per-namespace namespaces bench-000, bench-001, ... (0, or N <= per-namespace: all in namespace bench)")
 	flag.IntVar(&o.workers, "workers", 128, "concurrent creates")
 	flag.IntVar(&o.syncs, "controller-syncs", 50, "the controller manager's concurrent deployment, replica set and job syncs (hack/cluster-up.sh --controller-syncs)")
 	flag.StringVar(&o.limitMode, "limit-mode", "watch-list", "the limit program: watch-list (sendInitialEvents) or list (paginated)")
@@ -105,6 +107,10 @@ func main() {
 	o.root = wd
 	if _, err := os.Stat(filepath.Join(o.root, "hack", "cluster-up.sh")); err != nil {
 		fatal(fmt.Errorf("run from the repository root: %w", err))
+	}
+	if o.perNS < 0 {
+		fmt.Fprintf(os.Stderr, "bench: -per-namespace wants 0 (one namespace) or more, got %d\n", o.perNS)
+		os.Exit(2)
 	}
 	if o.plugin, err = filepath.Abs(o.plugin); err != nil {
 		fatal(err)

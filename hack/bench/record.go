@@ -14,17 +14,18 @@ import (
 // database, as runScale does after creating them: for measuring by hand on a cluster the driver
 // left up or could not finish settling.
 //
-//	go run ./hack/bench record -kubeconfig K -n 100000 -running 1000 -state-db /tmp/x/state.db
+//	go run ./hack/bench record -kubeconfig K -n 100000 -running 1000 -per-namespace 1000 -state-db /tmp/x/state.db
 func recordMain(args []string) int {
 	fs := flag.NewFlagSet("record", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig")
 	n := fs.Int("n", 0, "workloads of the load")
 	running := fs.Int("running", 1000, "workloads with pods")
+	perNS := fs.Int("per-namespace", 1000, "objects per namespace, as the driver's -per-namespace (0: all in namespace bench)")
 	db := fs.String("state-db", "", "the new state database")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if err := record2(context.Background(), *kubeconfig, loadShape{n: *n, running: min(*n, *running)}, *db); err != nil {
+	if err := record2(context.Background(), *kubeconfig, loadShape{n: *n, running: min(*n, *running), perNS: *perNS}, *db); err != nil {
 		fmt.Fprintf(os.Stderr, "record: %v\n", err)
 		return 1
 	}
@@ -39,24 +40,24 @@ func record2(ctx context.Context, kubeconfig string, l loadShape, db string) err
 	uids := map[string]string{}
 	opts := metav1.ListOptions{LabelSelector: "gobrave-workload", Limit: 5000}
 	for {
-		ds, err := c.AppsV1().Deployments(benchNS).List(ctx, opts)
+		ds, err := c.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, opts)
 		if err != nil {
 			return err
 		}
 		for _, d := range ds.Items {
-			uids["deployment/"+d.Name] = string(d.UID)
+			uids[d.Namespace+"/deployment/"+d.Name] = string(d.UID)
 		}
 		if opts.Continue = ds.Continue; opts.Continue == "" {
 			break
 		}
 	}
 	for {
-		js, err := c.BatchV1().Jobs(benchNS).List(ctx, opts)
+		js, err := c.BatchV1().Jobs(metav1.NamespaceAll).List(ctx, opts)
 		if err != nil {
 			return err
 		}
 		for _, j := range js.Items {
-			uids["job/"+j.Name] = string(j.UID)
+			uids[j.Namespace+"/job/"+j.Name] = string(j.UID)
 		}
 		if opts.Continue = js.Continue; opts.Continue == "" {
 			break
@@ -65,11 +66,10 @@ func record2(ctx context.Context, kubeconfig string, l loadShape, db string) err
 	specs, runs := l.specs()
 	ms := make([]made, len(specs))
 	for i, s := range specs {
-		s.RuntimeNamespace = benchNS
 		s.Normalize()
-		uid, ok := uids[s.Kind()+"/"+s.Name]
+		uid, ok := uids[s.RuntimeNamespace+"/"+s.Kind()+"/"+s.Name]
 		if !ok {
-			return fmt.Errorf("%s/%s is not in the cluster", s.Kind(), s.Name)
+			return fmt.Errorf("%s/%s is not in namespace %s of the cluster", s.Kind(), s.Name, s.RuntimeNamespace)
 		}
 		ms[i] = made{s: s, uid: uid}
 	}

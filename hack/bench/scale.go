@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gobrave/kubectl-gobrave/pkg/monitor"
 	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
 
@@ -85,7 +86,7 @@ func (s *scale) dbCopy() (string, error) {
 
 func runScale(ctx context.Context, o options, n int) (*scaleResult, error) {
 	t00 := time.Now()
-	l := loadShape{n: n, running: min(n, o.running)}
+	l := loadShape{n: n, running: min(n, o.running), perNS: o.perNS}
 	lat := o.latencyJobs
 	if o.skip["latency"] {
 		lat = 0
@@ -103,17 +104,22 @@ func runScale(ctx context.Context, o options, n int) (*scaleResult, error) {
 	s.cl = cl
 	res.setup = append(res.setup, fmt.Sprintf("cluster with %d nodes up in %s (controller manager: %d concurrent deployment, replica set and job syncs)", res.nodes, secs(time.Since(t0)), o.syncs))
 	c := cl.client
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNS}}, metav1.CreateOptions{}); err != nil {
-		return res, err
-	}
-	for { // pods need the default ServiceAccount
-		if _, err := c.CoreV1().ServiceAccounts(benchNS).Get(ctx, "default", metav1.GetOptions{}); err == nil {
-			break
+	nss := l.namespaces()
+	for _, ns := range nss {
+		if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return res, err
 		}
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+	}
+	for _, ns := range nss {
+		for { // pods need the default ServiceAccount
+			if _, err := c.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return res, ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
 		}
 	}
 	// A user's kubectl has a warm discovery cache: warm the one every kubectl here shares.
@@ -152,8 +158,8 @@ func runScale(ctx context.Context, o options, n int) (*scaleResult, error) {
 	res.created = time.Since(t0)
 	logf("N=%d: %d objects created in %s (%.0f/s); waiting for the controllers", n, n, secs(res.created), float64(n)/res.created.Seconds())
 	// Said before the wait, so that a run stopped while the controllers catch up reports it too.
-	res.held = fmt.Sprintf("%d deployments (%d at 1 replica, ready; %d scaled to 0) and %d jobs (%d running a held pod; %d suspended) labelled gobrave-workload, with the gobrave.dev/spec annotation; the deployment controller adds one ReplicaSet per deployment (%d)",
-		l.perKind(), l.runPerKind(), l.idlePerKind(), l.perKind(), l.runPerKind(), l.idlePerKind(), l.perKind())
+	res.held = fmt.Sprintf("%d deployments (%d at 1 replica, ready; %d scaled to 0) and %d jobs (%d running a held pod; %d suspended) labelled gobrave-workload, with the gobrave.dev/spec annotation, %s; the deployment controller adds one ReplicaSet per deployment (%d)",
+		l.perKind(), l.runPerKind(), l.idlePerKind(), l.perKind(), l.runPerKind(), l.idlePerKind(), l.where(), l.perKind())
 	res.setup = append(res.setup,
 		fmt.Sprintf("%d objects created with client-go (%d workers, QPS/burst 2000) in %s: %.0f objects/s", n, o.workers, secs(res.created), float64(n)/res.created.Seconds()))
 	st, err := waitSettled(ctx, c, l, 60*time.Minute)
@@ -307,7 +313,7 @@ func (s *scale) measureLimit(ctx context.Context) error {
 	for i := range s.o.reps {
 		logf("N=%d: the limit program, %s (%d/%d)", s.n, s.o.limitMode, i+1, s.o.reps)
 		var out strings.Builder
-		m, err := s.cl.run(ctx, procSpec{argv: []string{limitBin, "-kubeconfig", s.cl.kubeconfig, "-mode", s.o.limitMode},
+		m, err := s.cl.run(ctx, procSpec{argv: []string{limitBin, "-kubeconfig", s.cl.kubeconfig, "-mode", s.o.limitMode, "-namespace", s.limitScope()},
 			env: s.cl.env, ua: limitUA, stdout: &out})
 		if err != nil {
 			return err
@@ -320,17 +326,41 @@ func (s *scale) measureLimit(ctx context.Context) error {
 		}
 		runs = append(runs, m)
 	}
-	r := medianRow("limit", fmt.Sprintf("limit: a bare %s of the same deployments and jobs (client-go, protobuf, objects dropped)", last.Mode), runs)
+	scope := "per namespace"
+	if s.limitScope() == "" {
+		scope = "cluster-wide"
+	}
+	r := medianRow("limit", fmt.Sprintf("limit: a bare %s (%s, as the plugin's) of the same deployments and jobs (client-go, protobuf, objects dropped)", last.Mode, scope), runs)
 	s.res.rows = append(s.res.rows, r)
 	return nil
+}
+
+// limitScope is the limit program's -namespace: the load's namespaces, read one by one as the plugin
+// reads up to monitor.DefaultClusterWide of them, or "" (cluster-wide watch-lists with the label
+// selector) above that, as the plugin does.
+func (s *scale) limitScope() string {
+	nss := s.load.namespaces()
+	if len(nss) > monitor.DefaultClusterWide {
+		return ""
+	}
+	return strings.Join(nss, ",")
+}
+
+// getScope is kubectl get's namespace flags: -n NS for one namespace, -A for more.
+func (s *scale) getScope() []string {
+	if nss := s.load.namespaces(); len(nss) == 1 {
+		return []string{"-n", nss[0]}
+	}
+	return []string{"-A"}
 }
 
 // measureGet runs `kubectl get deploy,job -l gobrave-workload -o name` on the same objects.
 func (s *scale) measureGet(ctx context.Context) error {
 	var runs []measured
+	argv := append(append([]string{s.cl.kubectl(), "get", "deploy,job"}, s.getScope()...), "-l", "gobrave-workload", "-o", "name")
 	for i := range s.o.reps {
 		logf("N=%d: kubectl get -o name (%d/%d)", s.n, i+1, s.o.reps)
-		m, err := s.cl.run(ctx, procSpec{argv: []string{s.cl.kubectl(), "get", "deploy,job", "-n", benchNS, "-l", "gobrave-workload", "-o", "name"},
+		m, err := s.cl.run(ctx, procSpec{argv: argv,
 			env: s.cl.env, ua: kubectlUA})
 		if err != nil {
 			return err
@@ -340,7 +370,7 @@ func (s *scale) measureGet(ctx context.Context) error {
 		}
 		runs = append(runs, m)
 	}
-	s.res.rows = append(s.res.rows, medianRow("get", "`kubectl get deploy,job -n bench -l gobrave-workload -o name`", runs))
+	s.res.rows = append(s.res.rows, medianRow("get", "`kubectl "+strings.Join(argv[1:], " ")+"`", runs))
 	return nil
 }
 

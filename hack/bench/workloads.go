@@ -33,12 +33,13 @@ type made struct {
 	uid string
 }
 
-// latencySpecs are n held jobs lat-NNNNN, released later by removing the hold label from their pods.
-func latencySpecs(n int) []spec.ContainerSpec {
+// latencySpecs are n held jobs lat-NNNNN in namespace ns, released later by removing the hold label
+// from their pods.
+func latencySpecs(n int, ns string) []spec.ContainerSpec {
 	specs := make([]spec.ContainerSpec, 0, n)
 	for i := range n {
 		specs = append(specs, spec.ContainerSpec{Name: fmt.Sprintf("lat-%05d", i), Image: benchImage,
-			WorkloadKind: runtimeid.KindJob, Labels: map[string]string{labelHold: "true", labelLatency: "true"}})
+			WorkloadKind: runtimeid.KindJob, RuntimeNamespace: ns, Labels: map[string]string{labelHold: "true", labelLatency: "true"}})
 	}
 	return specs
 }
@@ -79,29 +80,30 @@ func parallelN(ctx context.Context, n, workers int, fn func(i int) error) error 
 	return errors.Join(errs...)
 }
 
-// createGobrave creates the objects as `create` would build them (runtime.Build), with client-go.
+// createGobrave creates the objects as `create` would build them (runtime.Build), with client-go,
+// each in its spec's RuntimeNamespace.
 func createGobrave(ctx context.Context, c kubernetes.Interface, specs []spec.ContainerSpec) ([]made, error) {
 	out := make([]made, len(specs))
 	err := parallel(ctx, len(specs), func(i int) error {
 		s := specs[i]
-		s.RuntimeNamespace = benchNS
+		ns := s.RuntimeNamespace
 		if err := s.Validate(); err != nil {
 			return err
 		}
-		objs, err := runtime.Build(s, benchNS)
+		objs, err := runtime.Build(s, ns)
 		if err != nil {
 			return err
 		}
 		var uid string
 		switch {
 		case objs.Deployment != nil:
-			d, err := c.AppsV1().Deployments(benchNS).Create(ctx, objs.Deployment, metav1.CreateOptions{})
+			d, err := c.AppsV1().Deployments(ns).Create(ctx, objs.Deployment, metav1.CreateOptions{})
 			if err != nil {
 				return err
 			}
 			uid = string(d.UID)
 		case objs.Job != nil:
-			j, err := c.BatchV1().Jobs(benchNS).Create(ctx, objs.Job, metav1.CreateOptions{})
+			j, err := c.BatchV1().Jobs(ns).Create(ctx, objs.Job, metav1.CreateOptions{})
 			if err != nil {
 				return err
 			}
@@ -122,13 +124,14 @@ func record(ctx context.Context, path string, ms []made) error {
 		return err
 	}
 	for _, m := range ms {
-		id, err := runtimeid.New(runtimeid.RuntimeK8s, benchNS, m.s.Kind(), m.s.Name)
+		ns := m.s.RuntimeNamespace
+		id, err := runtimeid.New(runtimeid.RuntimeK8s, ns, m.s.Kind(), m.s.Name)
 		if err != nil {
 			st.Close()
 			return err
 		}
 		w := store.Workload{
-			RuntimeID: id.String(), Runtime: runtimeid.RuntimeK8s, Namespace: benchNS, Kind: id.Kind, Name: m.s.Name,
+			RuntimeID: id.String(), Runtime: runtimeid.RuntimeK8s, Namespace: ns, Kind: id.Kind, Name: m.s.Name,
 			UID: m.uid, Spec: m.s, State: store.StateCreated,
 		}
 		ev := store.Transition{Type: store.Created, Message: id.Kind + "/" + m.s.Name + " created", UID: m.uid}
@@ -189,17 +192,17 @@ func states(ctx context.Context, path string) (map[store.State]int, error) {
 	return out, nil
 }
 
-// waitRunning waits until, among the objects matching selector, wantD deployments have a ready
+// waitRunning waits until, among the objects of namespace ns matching selector, wantD deployments have a ready
 // replica and wantJ jobs a ready pod (polling every 5 s, lightly: the lists are large and the API
 // server is busy enough; progress on stderr).
-func waitRunning(ctx context.Context, c kubernetes.Interface, selector string, wantD, wantJ int, timeout time.Duration) error {
+func waitRunning(ctx context.Context, c kubernetes.Interface, ns, selector string, wantD, wantJ int, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
 	last := ""
 	for {
 		readyD, readyJ := 0, 0
-		ds, err := c.AppsV1().Deployments(benchNS).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		ds, err := c.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err == nil {
 			for _, d := range ds.Items {
 				if d.Status.ReadyReplicas == 1 {
@@ -207,7 +210,7 @@ func waitRunning(ctx context.Context, c kubernetes.Interface, selector string, w
 				}
 			}
 		}
-		js, err2 := c.BatchV1().Jobs(benchNS).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		js, err2 := c.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err2 == nil {
 			for _, j := range js.Items {
 				if j.Status.Ready != nil && *j.Status.Ready == 1 {
