@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -100,7 +101,10 @@ func (l loadShape) specs() ([]spec.ContainerSpec, []bool) {
 
 // createLoad creates the load with client-go (rate limits lifted, workers at once), each object in
 // its spec's RuntimeNamespace, and returns the objects made, in the order of specs.
-func createLoad(ctx context.Context, c kubernetes.Interface, specs []spec.ContainerSpec, runs []bool, workers int) ([]made, error) {
+//
+// With pauseIdle the deployments at 0 are also created paused, without a progress deadline (see
+// -pause-idle).
+func createLoad(ctx context.Context, c kubernetes.Interface, specs []spec.ContainerSpec, runs []bool, workers int, pauseIdle bool) ([]made, error) {
 	out := make([]made, len(specs))
 	var done atomic.Int64
 	start := time.Now()
@@ -134,6 +138,14 @@ func createLoad(ctx context.Context, c kubernetes.Interface, specs []spec.Contai
 		case objs.Deployment != nil:
 			if !runs[i] {
 				objs.Deployment.Spec.Replicas = ptr.To(int32(0))
+				if pauseIdle {
+					// runtime.DeploymentEvent maps it as it maps any deployment at 0 (exited):
+					// it reads neither field. Paused, the controller makes no ReplicaSet; with
+					// no deadline it writes no Progressing condition first: one status write,
+					// no conflict to retry through its 10/s rate-limited queue.
+					objs.Deployment.Spec.Paused = true
+					objs.Deployment.Spec.ProgressDeadlineSeconds = ptr.To(int32(math.MaxInt32))
+				}
 			}
 			d, err := c.AppsV1().Deployments(ns).Create(ctx, objs.Deployment, metav1.CreateOptions{})
 			if err != nil {

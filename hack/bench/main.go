@@ -46,6 +46,7 @@ type options struct {
 	latencyJobs int
 	running     int
 	perNS       int
+	pauseIdle   bool
 	workers     int
 	syncs       int
 	limitMode   string
@@ -78,6 +79,7 @@ func main() {
 	flag.IntVar(&o.latencyJobs, "latency-jobs", 1000, "jobs released at once for the event-to-database latency (0: skip)")
 	flag.IntVar(&o.running, "running", 1000, "workloads with a running pod (half deployments at 1 replica, half held jobs); the rest have none")
 	flag.IntVar(&o.perNS, "per-namespace", 1000, "objects per namespace: N/per-namespace namespaces bench-000, bench-001, ... (0, or N <= per-namespace: all in namespace bench)")
+	flag.BoolVar(&o.pauseIdle, "pause-idle", false, "create the deployments at 0 also paused, without a progress deadline (mapped the same; no ReplicaSets; the controller settles them with one write each)")
 	flag.IntVar(&o.workers, "workers", 128, "concurrent creates")
 	flag.IntVar(&o.syncs, "controller-syncs", 50, "the controller manager's concurrent deployment, replica set and job syncs (hack/cluster-up.sh --controller-syncs)")
 	flag.StringVar(&o.limitMode, "limit-mode", "watch-list", "the limit program: watch-list (sendInitialEvents) or list (paginated)")

@@ -151,7 +151,7 @@ func runScale(ctx context.Context, o options, n int) (*scaleResult, error) {
 	specs, runs := l.specs()
 	logf("N=%d: creating %d gobrave workloads (%d with pods) with %d workers", n, n, l.running, o.workers)
 	t0 = time.Now()
-	made, err := createLoad(ctx, c, specs, runs, o.workers)
+	made, err := createLoad(ctx, c, specs, runs, o.workers, o.pauseIdle)
 	if err != nil {
 		return res, fmt.Errorf("create the load: %w", err)
 	}
@@ -160,6 +160,10 @@ func runScale(ctx context.Context, o options, n int) (*scaleResult, error) {
 	// Said before the wait, so that a run stopped while the controllers catch up reports it too.
 	res.held = fmt.Sprintf("%d deployments (%d at 1 replica, ready; %d scaled to 0) and %d jobs (%d running a held pod; %d suspended) labelled gobrave-workload, with the gobrave.dev/spec annotation, %s; the deployment controller adds one ReplicaSet per deployment (%d)",
 		l.perKind(), l.runPerKind(), l.idlePerKind(), l.perKind(), l.runPerKind(), l.idlePerKind(), l.where(), l.perKind())
+	if o.pauseIdle {
+		res.held = fmt.Sprintf("%d deployments (%d at 1 replica, ready; %d scaled to 0 and paused, without a progress deadline) and %d jobs (%d running a held pod; %d suspended) labelled gobrave-workload, with the gobrave.dev/spec annotation, %s; the deployment controller adds a ReplicaSet to each deployment not paused (%d)",
+			l.perKind(), l.runPerKind(), l.idlePerKind(), l.perKind(), l.runPerKind(), l.idlePerKind(), l.where(), l.runPerKind())
+	}
 	res.setup = append(res.setup,
 		fmt.Sprintf("%d objects created with client-go (%d workers, QPS/burst 2000) in %s: %.0f objects/s", n, o.workers, secs(res.created), float64(n)/res.created.Seconds()))
 	st, err := waitSettled(ctx, c, l, 60*time.Minute)
