@@ -162,18 +162,28 @@ func TestFollowLogsOntoNewPods(t *testing.T) {
 	}
 	eventually(t, "the restarted container's log", func() bool { return o.list() == "web-1,web-2,web-2" })
 
+	// open runs before the stream's request is sent (on its own
+	// goroutine): wait for the third log request before reading them.
+	logRequests := func() []k8stesting.Action {
+		var out []k8stesting.Action
+		for _, a := range c.Actions() {
+			if a.GetSubresource() == "log" {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	eventually(t, "three log requests", func() bool { return len(logRequests()) >= 3 })
 	var tails []string
-	for _, a := range c.Actions() {
-		if a.GetSubresource() == "log" {
-			lo := a.(k8stesting.GenericAction).GetValue().(*corev1.PodLogOptions)
-			if !lo.Follow {
-				t.Errorf("a log request without follow: %+v", lo)
-			}
-			if lo.TailLines == nil {
-				tails = append(tails, "all")
-			} else {
-				tails = append(tails, "7")
-			}
+	for _, a := range logRequests() {
+		lo := a.(k8stesting.GenericAction).GetValue().(*corev1.PodLogOptions)
+		if !lo.Follow {
+			t.Errorf("a log request without follow: %+v", lo)
+		}
+		if lo.TailLines == nil {
+			tails = append(tails, "all")
+		} else {
+			tails = append(tails, "7")
 		}
 	}
 	if got := strings.Join(tails, ","); got != "7,all,all" {
