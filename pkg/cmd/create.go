@@ -443,7 +443,8 @@ func (f *Factory) engine(ctx context.Context) (*lifecycle.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &lifecycle.Engine{Store: st, Client: f.Client, Cluster: f.ClusterID, Owner: owner(), LockWait: lifecycle.DefaultLockWait}, nil
+	return &lifecycle.Engine{Store: st, Client: f.Client, Cluster: f.ClusterID, Owner: owner(), LockWait: lifecycle.DefaultLockWait,
+		SyncTimeout: f.requestTimeout()}, nil
 }
 
 // refuseOtherKind refuses to create id while the database holds a record of

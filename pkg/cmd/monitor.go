@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/metadata"
 
-	"github.com/gobrave/kubectl-gobrave/pkg/lifecycle"
 	"github.com/gobrave/kubectl-gobrave/pkg/monitor"
 	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
@@ -312,12 +310,13 @@ func (o *RecoverOptions) Run(ctx context.Context) error {
 	}
 	p := &eventPrinter{w: o.Out, json: o.Output == "json"}
 	// First the requests whose process died before they reached the
-	// cluster, which no monitor can tell (one read per such record only).
+	// cluster, which no monitor can tell (one stream per namespace and
+	// kind of such records).
 	e, err := o.f.engine(ctx)
 	if err != nil {
 		return err
 	}
-	healed, err := recoverRecords(ctx, e, st)
+	healed, err := e.RecoverAll(ctx)
 	for _, ev := range healed {
 		p.print(ev)
 	}
@@ -347,7 +346,7 @@ func (o *RecoverOptions) Run(ctx context.Context) error {
 			return err
 		}
 	case n > 0:
-		sum, err = o.f.reconcileAll(ctx, st, scopes, p.print)
+		sum, err = o.f.reconcileAll(ctx, st, scopes, "", p.print)
 		if err != nil && ctx.Err() == nil {
 			return err
 		}
@@ -361,47 +360,11 @@ func (o *RecoverOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// recoverRecords is lifecycle.Engine.RecoverAll over the records read page
-// by page (store.ScanLive), so that recover holds one page of records, not
-// all of them: Recover returns at once for a record no dead process can
-// have left wrong.
-func recoverRecords(ctx context.Context, e *lifecycle.Engine, st *store.Store) ([]store.Event, error) {
-	var (
-		evs  []store.Event
-		errs []error
-	)
-	heal := func(w store.Workload) {
-		ev, ok, err := e.Recover(ctx, w)
-		switch {
-		case err != nil:
-			errs = append(errs, err)
-		case ok:
-			evs = append(evs, ev)
-		}
-	}
-	err := st.ScanLive(ctx, store.ScanFilter{}, 500, func(page []store.LiveRecord) error {
-		for _, w := range page {
-			heal(w.Workload)
-		}
-		return nil
-	})
-	if err != nil {
-		return evs, err
-	}
-	deleted, err := st.UnconfirmedDeletes(ctx)
-	if err != nil {
-		return evs, err
-	}
-	for _, w := range deleted {
-		heal(w)
-	}
-	return evs, errors.Join(errs...)
-}
-
-// reconcileAll is recover --once: one monitor.Reconcile per kubeconfig
-// context over the non-terminal records of its runtimes (scopes, from
-// store.LiveScopes), which it reads page by page.
-func (f *Factory) reconcileAll(ctx context.Context, st *store.Store, scopes []store.Scope, onEvent func(store.Event)) (monitor.Summary, error) {
+// reconcileAll is recover --once and ps --refresh: one monitor.Reconcile per
+// kubeconfig context over the non-terminal records of its runtimes (scopes,
+// from store.LiveScopes), which it reads page by page; namespace, when set,
+// keeps one namespace's records.
+func (f *Factory) reconcileAll(ctx context.Context, st *store.Store, scopes []store.Scope, namespace string, onEvent func(store.Event)) (monitor.Summary, error) {
 	tuneGCForMonitoring()
 	byCtx := map[string][]string{}
 	for _, sc := range scopes {
@@ -438,7 +401,7 @@ func (f *Factory) reconcileAll(ctx context.Context, st *store.Store, scopes []st
 		o := own
 		o.ID = own.ID + "/" + c
 		sum, err := monitor.Reconcile(ctx, client, st, monitor.ReconcileOptions{
-			Owner: o, SyncTimeout: f.requestTimeout(), Runtimes: rts, Cluster: cur, Metadata: md, OnEvent: onEvent,
+			Owner: o, SyncTimeout: f.requestTimeout(), Runtimes: rts, Namespace: namespace, Cluster: cur, Metadata: md, OnEvent: onEvent,
 			OnSkip: func(id, rec string) {
 				fmt.Fprintf(f.warnings(), "warning: %s was made on %s, its runtime now points at %s: not monitored (switch back with --context)\n", id, rec, cur)
 			},

@@ -54,6 +54,9 @@ type Engine struct {
 	// now (its API server and CA); nil, or "", when it cannot be told, and
 	// then no cluster is checked or recorded.
 	Cluster func(runtime string) (string, error)
+	// SyncTimeout bounds RecoverAll's wait for the next object of a
+	// stream; 0 is monitor.DefaultSyncTimeout.
+	SyncTimeout time.Duration
 }
 
 // ErrOtherCluster is wrapped when a verb would act on a cluster other than
@@ -331,6 +334,10 @@ func (e *Engine) confirm(ctx context.Context, c kubernetes.Interface, k runtime.
 // is not read again. Whatever a request did do is left to the monitors. It
 // takes the ID's verb lock first: an ID whose verb a live process is
 // carrying out is left alone. It returns the event it recorded, if any.
+//
+// Recover reads w's object by name: one request per record. RecoverAll
+// heals every such record with what one stream per namespace and kind
+// shows instead, and records the same.
 func (e *Engine) Recover(ctx context.Context, w store.Workload) (store.Event, bool, error) {
 	if !recoverable(w) {
 		return store.Event{}, false, nil
@@ -367,51 +374,24 @@ func (e *Engine) Recover(ctx context.Context, w store.Workload) (store.Event, bo
 	obj, err := k.Get(ctx, client, id.Namespace, id.Name)
 	switch {
 	case apierrors.IsNotFound(err):
-		if w.State != store.StateDeleted {
-			return store.Event{}, false, nil // the monitors record the absence
-		}
-		return e.Store.Apply(ctx, store.Transition{RuntimeID: w.RuntimeID, Type: store.ContainerDeleted, UID: w.UID, Epoch: w.Epoch})
+		obj = nil
 	case err != nil:
 		return store.Event{}, false, fmt.Errorf("recover %s: %w", id, err)
 	}
-	o, ok := k.Observe(obj)
-	if !ok || obj.GetDeletionTimestamp() != nil {
-		return store.Event{}, false, nil // nothing definite, or a deletion under way
-	}
-	uid := string(obj.GetUID())
-	what := k.Resource() + "/" + id.Name
-	msg := fmt.Sprintf("the %s did not reach the cluster: the process that recorded it ended first", verbName(w.Request))
-	older := false // waiting for a new object (no UID), the object is an older one
-	if w.UID == "" {
+	s := sightingOf(k, obj)
+	older := false
+	if s.needsHistory(w) {
 		evs, err := e.Store.Events(ctx, w.RuntimeID)
 		if err != nil {
 			return store.Event{}, false, err
 		}
-		older = slices.ContainsFunc(evs, func(ev store.Event) bool { return ev.UID == uid })
+		older = slices.ContainsFunc(evs, func(ev store.Event) bool { return ev.UID == s.uid })
 	}
-	switch {
-	case older:
-		msg = "the new " + what + " was never made: the process making it ended first"
-	case w.UID != "" && w.UID != uid:
-		return store.Event{}, false, nil // another object took the name
-	case w.State == store.StateDeleted:
-		// Its object is still there and not being deleted.
-	case w.State == store.StateStopping && o.Type == store.ContainerStarted:
-		// Its object still runs.
-	case w.State == store.StateStopping && o.Type == store.ContainerPaused && w.Expect != store.ContainerPaused:
-		// Its object is suspended, and not by this request (a stop that
-		// would delete it): the suspension is the truth.
-	default:
-		return store.Event{}, false, nil // what the request did, the monitors record
+	t, ok := healing(k, id, w, s, older)
+	if !ok {
+		return store.Event{}, false, nil
 	}
-	state := map[store.EventType]store.State{
-		store.ContainerStarted: store.StateRunning, store.ContainerExited: store.StateExited, store.ContainerFailed: store.StateFailed,
-		store.ContainerPaused: store.StatePaused,
-	}[o.Type]
-	as, err := e.Store.ApplyBatch(ctx, []store.Transition{{
-		RuntimeID: w.RuntimeID, Type: store.RequestFailed, Epoch: w.Epoch, Restore: state, UID: uid,
-		Message: fmt.Sprintf("%s; %s is %s", msg, what, state),
-	}})
+	as, err := e.Store.ApplyBatch(ctx, []store.Transition{t})
 	if err != nil {
 		return store.Event{}, false, err
 	}
@@ -427,36 +407,6 @@ func recoverable(w store.Workload) bool {
 		return w.UID == ""
 	}
 	return false
-}
-
-// RecoverAll runs Recover on every record a dead process may have left
-// wrong: the non-terminal ones and the deleted ones whose deletion is not
-// confirmed. It returns the events it recorded; it goes on past a failure
-// and returns the failures joined.
-func (e *Engine) RecoverAll(ctx context.Context) ([]store.Event, error) {
-	live, err := e.Store.List(ctx, store.Filter{NoSpec: true})
-	if err != nil {
-		return nil, err
-	}
-	deleted, err := e.Store.UnconfirmedDeletes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var (
-		evs  []store.Event
-		errs []error
-	)
-	for _, w := range append(live, deleted...) {
-		ev, ok, err := e.Recover(ctx, w)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if ok {
-			evs = append(evs, ev)
-		}
-	}
-	return evs, errors.Join(errs...)
 }
 
 // record applies one transition and returns the record after it.

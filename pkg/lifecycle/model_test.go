@@ -488,7 +488,8 @@ func (m *model) concurrent(t *rapid.T) {
 	var rb *verbRun
 	recovered := make(chan error, 1)
 	if withRecover {
-		go func() { recovered <- m.recoverOnce() }()
+		bulk := drawBulk(t)
+		go func() { recovered <- m.recoverOnce(bulk) }()
 	} else {
 		rb = idle[1].start(m.ctx, b.String(), 0, 0, m.verbFunc(idle[1], b))
 	}
@@ -549,16 +550,25 @@ func (m *model) controller(t *rapid.T) {
 
 // recover runs one `recover --once` pass.
 func (m *model) recover(t *rapid.T) {
-	if err := m.recoverOnce(); err != nil {
+	if err := m.recoverOnce(drawBulk(t)); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("recover --once: %s", m.records(t))
 }
 
+// drawBulk draws how a `recover --once` pass heals the requests of dead
+// processes: in bulk (Engine.RecoverAll, what recover does: one stream per
+// namespace and kind) or one record at a time (Engine.Recover, a read by
+// name each). Both must keep the record the truth.
+func drawBulk(t *rapid.T) bool {
+	return rapid.Bool().Draw(t, "recoverInBulk")
+}
+
 // recoverOnce is `recover --once` in a new process: the engine heals the
-// requests of dead processes that never reached the cluster, then a monitor
+// requests of dead processes that never reached the cluster (bulk: with
+// Engine.RecoverAll, else Engine.Recover per record), then a monitor
 // reconciles every non-terminal record with the cluster, once.
-func (m *model) recoverOnce() error {
+func (m *model) recoverOnce(bulk bool) error {
 	st, err := store.Open(m.ctx, m.path)
 	if err != nil {
 		return err
@@ -567,8 +577,24 @@ func (m *model) recoverOnce() error {
 	m.monitors++
 	owner := store.Owner{ID: fmt.Sprintf("%s/%d/recover-%d", m.host, os.Getpid(), m.monitors), PID: os.Getpid(), Host: m.host}
 	e := &lifecycle.Engine{Store: st, Client: func(string) (kubernetes.Interface, error) { return m.cluster, nil }, Owner: owner}
-	if _, err := e.RecoverAll(m.ctx); err != nil {
-		return err
+	if bulk {
+		if _, err := e.RecoverAll(m.ctx); err != nil {
+			return err
+		}
+	} else {
+		live, err := st.List(m.ctx, store.Filter{NoSpec: true})
+		if err != nil {
+			return err
+		}
+		deleted, err := st.UnconfirmedDeletes(m.ctx)
+		if err != nil {
+			return err
+		}
+		for _, w := range append(live, deleted...) {
+			if _, _, err := e.Recover(m.ctx, w); err != nil {
+				return err
+			}
+		}
 	}
 	ws, err := st.List(m.ctx, store.Filter{NoSpec: true})
 	if err != nil || len(ws) == 0 {
@@ -621,7 +647,7 @@ func (m *model) settle(t *rapid.T) {
 	}
 	prev := m.dbState(t)
 	for i := 1; ; i++ {
-		if err := m.recoverOnce(); err != nil {
+		if err := m.recoverOnce(drawBulk(t)); err != nil {
 			t.Fatal(err)
 		}
 		cur := m.dbState(t)
