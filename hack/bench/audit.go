@@ -1,131 +1,43 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/url"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
+	"github.com/gobrave/kubectl-gobrave/internal/audit"
 )
 
-// auditLog reads the API server's audit log (one JSON event per line and stage, never rotated).
+// auditLog reads the API server's audit log (one JSON event per line and stage, never rotated);
+// the classification of its requests is internal/audit's, shared with the e2e suite's guard.
 type auditLog struct{ path string }
 
 // request is one API request as the API server saw it.
-type request struct {
-	Verb, URI, UserAgent string
-}
-
-// Path is the URI without its query.
-func (r request) Path() string { p, _, _ := strings.Cut(r.URI, "?"); return p }
-
-// perObjectPath matches a request about one named object: a GET/PUT/... of .../NAME.
-var perObjectPath = regexp.MustCompile(`/namespaces/[^/?]+/[a-z.]+/[^/?]+`)
+type request = audit.Request
 
 // namespaceOfPath finds the namespace in a request's path.
 var namespaceOfPath = regexp.MustCompile(`/namespaces/([^/?]+)`)
 
-// perObjectLabels are the label keys whose equality narrows a list or watch to the pods (or
-// replica sets) of one workload: the plugin's own label and those the controllers set.
-var perObjectLabels = map[string]bool{
-	"gobrave-workload":                   true,
-	"controller-uid":                     true,
-	"batch.kubernetes.io/controller-uid": true,
-	"job-name":                           true,
-	"batch.kubernetes.io/job-name":       true,
-	"pod-template-hash":                  true,
-}
-
-// PerObject reports whether r is about one named object.
-func (r request) PerObject() bool {
-	path, query, _ := strings.Cut(r.URI, "?")
-	if perObjectPath.MatchString(path) {
-		return true
-	}
-	q, err := url.ParseQuery(query)
-	if err != nil {
-		return false
-	}
-	for _, f := range strings.Split(q.Get("fieldSelector"), ",") {
-		if k, _, ok := strings.Cut(f, "="); ok && strings.TrimSpace(k) == "metadata.name" {
-			return true
-		}
-	}
-	sel, err := labels.Parse(q.Get("labelSelector"))
-	if err != nil {
-		return false
-	}
-	reqs, _ := sel.Requirements()
-	for _, req := range reqs {
-		switch req.Operator() {
-		case selection.Equals, selection.DoubleEquals, selection.In:
-			if perObjectLabels[req.Key()] {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func (a *auditLog) offset() (int64, error) {
-	fi, err := os.Stat(a.path)
-	if err != nil {
-		return 0, err
-	}
-	return fi.Size(), nil
-}
+func (a *auditLog) offset() (int64, error) { return audit.Log{Path: a.path}.Offset() }
 
 // requests returns the requests logged from byte offset from on whose User-Agent starts with one
-// of the prefixes, grouped by prefix; each request once (a watch has a ResponseStarted and a
-// ResponseComplete line).
+// of the prefixes, grouped by prefix; each request once.
 func (a *auditLog) requests(from int64, prefixes ...string) (map[string][]request, error) {
-	f, err := os.Open(a.path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if _, err := f.Seek(from, io.SeekStart); err != nil {
-		return nil, err
-	}
 	out := map[string][]request{}
-	seen := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		match := ""
+	needles := make([]string, len(prefixes))
+	for i, p := range prefixes {
+		needles[i] = `"userAgent":"` + p
+	}
+	err := audit.Log{Path: a.path}.Read(from, func(r request) {
 		for _, p := range prefixes {
-			if strings.Contains(string(line), `"userAgent":"`+p) {
-				match = p
-				break
+			if strings.HasPrefix(r.UserAgent, p) {
+				out[p] = append(out[p], r)
+				return
 			}
 		}
-		if match == "" {
-			continue
-		}
-		var e struct {
-			AuditID    string `json:"auditID"`
-			Verb       string `json:"verb"`
-			RequestURI string `json:"requestURI"`
-			UserAgent  string `json:"userAgent"`
-		}
-		if err := json.Unmarshal(line, &e); err != nil {
-			return nil, fmt.Errorf("audit log %s: %w", a.path, err)
-		}
-		if !strings.HasPrefix(e.UserAgent, match) || seen[e.AuditID] {
-			continue
-		}
-		seen[e.AuditID] = true
-		out[match] = append(out[match], request{Verb: e.Verb, URI: e.RequestURI, UserAgent: e.UserAgent})
-	}
-	return out, sc.Err()
+	}, needles...)
+	return out, err
 }
 
 // summarize is "N requests (k per object): verb path ×n, ..." for the report's notes.

@@ -6,39 +6,6 @@ import (
 	"testing"
 )
 
-func TestPerObject(t *testing.T) {
-	for _, c := range []struct {
-		uri  string
-		want bool
-	}{
-		// The plugin's constant requests: label-filtered watch-lists of a namespace.
-		{"/apis/apps/v1/namespaces/bench/deployments?allowWatchBookmarks=true&labelSelector=gobrave-workload&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&watch=true", false},
-		{"/apis/batch/v1/jobs?labelSelector=gobrave-workload&limit=500", false},
-		// ... and cluster-wide, above 10 namespaces.
-		{"/apis/apps/v1/deployments?allowWatchBookmarks=true&labelSelector=gobrave-workload&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&watch=true", false},
-		{"/apis/apps/v1/namespaces/bench-007/deployments?allowWatchBookmarks=true&labelSelector=gobrave-workload&watch=true", false},
-		{"/api/v1/namespaces/bench/pods?labelSelector=gobrave-workload%2Cgobrave.dev%2Fkind%3Djob&watch=true", false},
-		{"/apis/batch/v1/namespaces/bench/jobs?labelSelector=gobrave-workload+notin+%28x%29", false},
-		{"/version", false},
-		// One object by name.
-		{"/apis/apps/v1/namespaces/bench/deployments/web", true},
-		{"/apis/batch/v1/namespaces/bench/jobs/task-1/status", true},
-		{"/apis/batch/v1/namespaces/bench/jobs?fieldSelector=metadata.name%3Dtask-1&watch=true", true},
-		{"/apis/batch/v1/namespaces/bench/jobs?fieldSelector=status.successful%3D1%2Cmetadata.name%3Dx", true},
-		// One workload's pods by label: the per-object forms the first classifier missed.
-		{"/api/v1/namespaces/bench/pods?labelSelector=batch.kubernetes.io%2Fcontroller-uid%3D3b1f0c1e-0000-4000-8000-000000000001", true},
-		{"/api/v1/namespaces/bench/pods?labelSelector=controller-uid%3D3b1f", true},
-		{"/api/v1/namespaces/bench/pods?labelSelector=gobrave-workload%3Dweb", true},
-		{"/api/v1/namespaces/bench/pods?labelSelector=gobrave-workload+in+%28web%29&limit=1", true},
-		{"/api/v1/namespaces/bench/pods?labelSelector=job-name%3Dtask-1", true},
-		{"/apis/apps/v1/namespaces/bench/replicasets?labelSelector=pod-template-hash%3D5d9f", true},
-	} {
-		if got := (request{URI: c.uri}).PerObject(); got != c.want {
-			t.Errorf("PerObject(%s) = %v, want %v", c.uri, got, c.want)
-		}
-	}
-}
-
 // TestAuditRequests reads a log as the API server writes it: a watch has a ResponseStarted and
 // a ResponseComplete line with one auditID and counts once; other agents are left out; prefixes
 // group the rest.

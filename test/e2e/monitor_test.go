@@ -968,7 +968,7 @@ func (e *monEnv) countRecover(t *testing.T, summary string, want map[string]int)
 	reqs := u.requests(t, "kubectl-gobrave/")
 	t.Logf("recover --once made %d API requests (audit log):\n  %s", len(reqs), describe(reqs))
 	for _, req := range reqs {
-		if req.perObject() {
+		if req.PerObject() {
 			t.Errorf("request about one object: %s %s", req.Verb, req.URI)
 		}
 	}
