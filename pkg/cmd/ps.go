@@ -13,7 +13,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
-	"github.com/gobrave/kubectl-gobrave/pkg/monitor"
 	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
 
@@ -121,14 +120,8 @@ func (o *PsOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.Refresh {
-		live, err := st.List(ctx, store.Filter{Runtime: q.Runtime, Namespace: q.Namespace})
-		if err != nil {
-			return err
-		}
-		if len(live) > 0 {
-			if _, err := o.f.runMonitors(ctx, st, live, monitor.Options{Once: true}); err != nil {
-				return fmt.Errorf("refresh: %w", err)
-			}
+		if err := o.refresh(ctx, st, q); err != nil {
+			return fmt.Errorf("refresh: %w", err)
 		}
 	}
 	var since int64
@@ -152,6 +145,28 @@ func (o *PsOptions) Run(ctx context.Context) error {
 		return nil
 	}
 	return o.watch(ctx, st, q, since, rp)
+}
+
+// refresh is the reconcile pass of recover --once (Factory.reconcileAll)
+// over the non-terminal records of q's runtime and namespace: a constant
+// number of requests and memory for a batch of records, whatever their
+// number.
+func (o *PsOptions) refresh(ctx context.Context, st *store.Store, q store.Query) error {
+	scopes, err := st.LiveScopes(ctx)
+	if err != nil {
+		return err
+	}
+	var sel []store.Scope
+	for _, sc := range scopes {
+		if (q.Runtime == "" || sc.Runtime == q.Runtime) && (q.Namespace == "" || sc.Namespace == q.Namespace) {
+			sel = append(sel, sc)
+		}
+	}
+	if len(sel) == 0 {
+		return nil
+	}
+	_, err = o.f.reconcileAll(ctx, st, sel, q.Namespace, nil)
+	return err
 }
 
 // list prints what q selects: streamed from the store in its order, or, for

@@ -36,6 +36,8 @@ type ReconcileOptions struct {
 	// Runtimes are the runtimes whose records live on this client's
 	// cluster; Reconcile reads only their records.
 	Runtimes []string
+	// Namespace, when set, keeps the records of this namespace only (ps -n NS --refresh). [nogets]
+	Namespace string
 	// Cluster is the identity of the cluster now ("" when unknown); a
 	// record made on another cluster is skipped and passed to OnSkip.
 	Cluster string
@@ -127,7 +129,7 @@ func (r *reconciler) run(ctx context.Context) error {
 	all := map[string]bool{}
 	others := false
 	for _, sc := range scopes {
-		if !slices.Contains(r.o.Runtimes, sc.Runtime) {
+		if !slices.Contains(r.o.Runtimes, sc.Runtime) || !r.inNamespace(sc.Namespace) { // [nogets] inNamespace
 			continue
 		}
 		if r.o.Cluster != "" && sc.Cluster != "" && sc.Cluster != r.o.Cluster {
@@ -551,8 +553,8 @@ func (r *reconciler) unseen(w store.LiveRecord) bool {
 	if _, ok := r.seen[keyHash(w.Kind, w.Namespace, w.Name)]; ok {
 		return false
 	}
-	if w.UpdatedAt.After(r.started) {
-		return false // changed during the pass: its monitor records it
+	if w.UpdatedAt.After(r.started) || !r.inNamespace(w.Namespace) { // [nogets] inNamespace
+		return false // changed during the pass (its monitor records it), or not the pass's namespace
 	}
 	return !r.otherCluster(w)
 }
