@@ -125,6 +125,36 @@ func TestPsRefresh(t *testing.T) {
 	}
 }
 
+// TestPsRefreshNamespace: ps --refresh is the reconcile pass of recover --once over the records
+// of -n only: a deployment deleted while nothing watched is recorded deleted by a refresh of its
+// namespace, not by one of another namespace, and neither reads an object by name.
+func TestPsRefreshNamespace(t *testing.T) {
+	h := newHarness(t)
+	seedWebTask(t, h)
+	if err := h.clusters[""].AppsV1().Deployments("default").Delete(t.Context(), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.clearActions()
+	r := await(t, h.runAsync(t.Context(), "ps", "-n", "elsewhere", "--refresh"))
+	checkExit(t, r, 0, "")
+	if got := h.state(webID); got == "deleted" {
+		t.Errorf("ps -n elsewhere --refresh recorded web %s", got)
+	}
+	r = await(t, h.runAsync(t.Context(), "ps", "-n", "default", "--refresh", "-a", "-o", "name", "--state", "deleted"))
+	checkExit(t, r, 0, "")
+	if diff := cmp.Diff(webID+"\n", r.stdout); diff != "" {
+		t.Errorf("ps -n default --refresh (-want +got):\n%s", diff)
+	}
+	for _, c := range h.clusters {
+		for _, a := range c.Actions() {
+			if a.GetVerb() == "get" {
+				t.Errorf("ps --refresh read an object by name: %s", h.describeActions())
+				break
+			}
+		}
+	}
+}
+
 // TestFollowPicksUpNewIDs: `monitor --all --follow` and `recover` keep running and take on the IDs
 // created after they started (by another process), reading the new events of the database.
 func TestFollowPicksUpNewIDs(t *testing.T) {

@@ -45,9 +45,44 @@ func TestRecoverOnceMemoryIsFlat(t *testing.T) {
 	if raceEnabled {
 		small, large = 400, 4000 // the same ratio; 22,000 records take minutes under -race
 	}
+	checkFlat(t, small, large, []string{"recover", "--once", "-o", "json"}, func(n int, text string) error {
+		var sum struct{ Reattached, Changed int }
+		// The end of the event lines, then the summary, indented.
+		if err := json.Unmarshal([]byte(text[strings.LastIndex(text, "{\n"):]), &sum); err != nil || sum.Reattached != n || sum.Changed != n {
+			return fmt.Errorf("summary %+v (%v), want %d reattached and changed", sum, err, n)
+		}
+		return nil
+	})
+}
+
+// TestPsRefreshMemoryIsFlat: `ps --refresh` runs the same reconcile pass, so
+// the same bound holds (the informers it ran before kept every object).
+func TestPsRefreshMemoryIsFlat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seeds 22,000 records")
+	}
+	small, large := 2000, 20000
+	if raceEnabled {
+		small, large = 400, 4000
+	}
+	checkFlat(t, small, large, []string{"ps", "--refresh", "--state", "running", "-o", "name"}, func(n int, text string) error {
+		// Only a refreshed record is running; the last row is the last job.
+		_, name, _ := objName(n - 1)
+		want := runtimeid.ID{Runtime: runtimeid.RuntimeK8s, Namespace: "mem", Kind: runtimeid.KindJob, Name: name}.String() + "\n"
+		if !strings.HasSuffix(text, want) {
+			return fmt.Errorf("the output ends with %q, want the row %q", text[max(0, len(text)-200):], want)
+		}
+		return nil
+	})
+}
+
+// checkFlat runs args over small and over large records and fails when the
+// peak heap grew by more than a fixed margin; check judges the output's end.
+func checkFlat(t *testing.T, small, large int, args []string, check func(n int, out string) error) {
+	t.Helper()
 	grow := map[int]uint64{}
 	for _, n := range []int{small, large} {
-		grow[n] = recoverPeak(t, n)
+		grow[n] = commandPeak(t, n, args, check)
 		t.Logf("N = %d: peak heap %.1f MiB above the start", n, float64(grow[n])/(1<<20))
 	}
 	// What may grow with N: the 8-byte hash of each object seen, and the
@@ -59,9 +94,9 @@ func TestRecoverOnceMemoryIsFlat(t *testing.T) {
 	}
 }
 
-// recoverPeak seeds n records and objects and returns the peak heap of
+// commandPeak seeds n records and objects and returns the peak heap of
 // recover --once above the heap before it.
-func recoverPeak(t *testing.T, n int) uint64 {
+func commandPeak(t *testing.T, n int, args []string, check func(n int, out string) error) uint64 {
 	t.Helper()
 	const ns = "mem"
 	dir := t.TempDir()
@@ -95,7 +130,7 @@ func recoverPeak(t *testing.T, n int) uint64 {
 	out, errOut := &tail{}, &bytes.Buffer{}
 	streams := genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: errOut}
 	root := cmd.NewCmdRoot(f, streams)
-	root.SetArgs([]string{"recover", "--once", "-o", "json"})
+	root.SetArgs(args)
 
 	runtime.GC()
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
@@ -128,12 +163,10 @@ func recoverPeak(t *testing.T, n int) uint64 {
 		err = cerr
 	}
 	if err != nil {
-		t.Fatalf("recover --once over %d: %v\n%s", n, err, errOut)
+		t.Fatalf("%s over %d: %v\n%s", strings.Join(args, " "), n, err, errOut)
 	}
-	var sum struct{ Reattached, Changed int }
-	text := string(out.b) // the end of the event lines, then the summary, indented
-	if err := json.Unmarshal([]byte(text[strings.LastIndex(text, "{\n"):]), &sum); err != nil || sum.Reattached != n || sum.Changed != n {
-		t.Fatalf("recover --once over %d: summary %+v (%v), want %d reattached and changed", n, sum, err, n)
+	if err := check(n, string(out.b)); err != nil {
+		t.Fatalf("%s over %d: %v", strings.Join(args, " "), n, err)
 	}
 	if p := peak.Load(); p > base {
 		return p - base
