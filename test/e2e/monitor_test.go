@@ -24,8 +24,10 @@ import (
 	"testing"
 	"time"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
@@ -953,27 +955,141 @@ func TestRequestCount(t *testing.T) {
 			}
 		}
 	})
+	t.Run("killed mid-request, then ps --refresh", func(t *testing.T) {
+		const perKind = 10
+		e := newMonEnv(t)
+		waitRoom(t, 2*perKind)
+		specs := make([]spec.ContainerSpec, 0, 2*perKind)
+		for i := range perKind {
+			specs = append(specs,
+				spec.ContainerSpec{Name: fmt.Sprintf("svc-%03d", i), Image: monImage, WorkloadKind: runtimeid.KindDeployment},
+				spec.ContainerSpec{Name: fmt.Sprintf("task-%03d", i), Image: monImage, WorkloadKind: runtimeid.KindJob,
+					Labels: map[string]string{labelHold: "true"}})
+		}
+		ids := e.bulkCreate(specs) // svc-000, task-000, svc-001 ...
+		svc := func(i int) string { return ids[2*i] }
+		task := func(i int) string { return ids[2*i+1] }
+		waitCounts(t, e.ns, perKind, perKind)
+		e.runOK("recover", "--once") // every record running
+		e.checkStates(statesOf(ids, "running"))
+
+		// What processes killed between the intent and the API call leave (lifecycle.Engine:
+		// the intent is recorded first): stops and deletes that never reached the cluster,
+		// a delete and a stop that did, before the process could record what followed.
+		c := client(t)
+		ctx := t.Context()
+		stop := store.Transition{Type: store.StopRequested, Expect: store.ContainerExited, Message: "scale to 0"}
+		del := store.Transition{Type: store.DeleteRequested, Message: "delete"}
+		e.intents(map[string]store.Transition{svc(0): stop, svc(1): stop, svc(2): stop, task(0): del, task(1): del, task(2): del})
+		bg := metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationBackground)}
+		if err := c.BatchV1().Jobs(e.ns).Delete(ctx, "task-002", bg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.AppsV1().Deployments(e.ns).UpdateScale(ctx, "svc-002", &autoscalingv1.Scale{
+			ObjectMeta: metav1.ObjectMeta{Name: "svc-002", Namespace: e.ns}, Spec: autoscalingv1.ScaleSpec{Replicas: 0}}, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 2*time.Minute, func() (bool, error) {
+			if _, err := c.BatchV1().Jobs(e.ns).Get(ctx, "task-002", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return false, fmt.Errorf("job task-002 still there (%v)", err)
+			}
+			d, err := c.AppsV1().Deployments(e.ns).Get(ctx, "svc-002", metav1.GetOptions{})
+			if err != nil || d.Status.Replicas != 0 || d.Status.ObservedGeneration < d.Generation {
+				return false, fmt.Errorf("deployment svc-002 not scaled to 0 yet (%v)", err)
+			}
+			return true, nil
+		})
+		// recover heals the five requests that never took effect from one stream per kind, not a
+		// read each (4 RequestFailed, 1 ContainerDeleted), sends nothing (no write), and the
+		// reconcile pass records the stop that did (svc-002 exited).
+		r := e.countCommand(t, []string{"recover", "--once"},
+			map[string]int{"watch deployments": 2, "watch jobs": 2, "watch pods": 1, "watch replicasets": 1})
+		if got, want := lastLine(r.stdout), fmt.Sprintf("reattached %d, changed 6, now terminal 1", 2*perKind-1); got != want {
+			t.Errorf("recover --once summary %q, want %q", got, want)
+		}
+		want := statesOf(ids, "running")
+		want[task(2)], want[svc(2)] = "deleted", "exited"
+		e.checkStates(want)
+		for _, id := range []string{svc(0), svc(1), task(0), task(1)} {
+			if evs := e.events(id); len(evs) == 0 || evs[len(evs)-1].Type != "RequestFailed" {
+				t.Errorf("%s: last event %v, want RequestFailed", id, evs)
+			}
+		}
+
+		// ps --refresh: the same reconcile pass, constant requests: two objects deleted while
+		// nothing watched are confirmed gone by one metadata-only watch-list per kind.
+		for _, err := range []error{
+			c.AppsV1().Deployments(e.ns).Delete(ctx, "svc-003", bg), c.BatchV1().Jobs(e.ns).Delete(ctx, "task-003", bg),
+		} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitFor(t, 2*time.Minute, func() (bool, error) {
+			_, derr := c.AppsV1().Deployments(e.ns).Get(ctx, "svc-003", metav1.GetOptions{})
+			_, jerr := c.BatchV1().Jobs(e.ns).Get(ctx, "task-003", metav1.GetOptions{})
+			if !apierrors.IsNotFound(derr) || !apierrors.IsNotFound(jerr) {
+				return false, fmt.Errorf("svc-003 (%v) or task-003 (%v) still there", derr, jerr)
+			}
+			return true, nil
+		})
+		r = e.countCommand(t, []string{"ps", "--refresh", "-a", "-o", "name", "--state", "deleted"},
+			map[string]int{"watch deployments": 2, "watch jobs": 2, "watch pods": 1, "watch replicasets": 1})
+		if got, want := r.stdout, strings.Join(slices.Sorted(slices.Values([]string{svc(3), task(2), task(3)})), "\n")+"\n"; got != want {
+			t.Errorf("ps --refresh -a -o name --state deleted:\n%s\nwant:\n%s", got, want)
+		}
+	})
 }
 
 // countRecover runs recover --once as a user of its own and checks its summary and its
-// requests as the API server's audit log has them: exactly want (by "verb resource"), none
-// about one object.
+// requests as the API server's audit log has them (countCommand).
 func (e *monEnv) countRecover(t *testing.T, summary string, want map[string]int) {
 	t.Helper()
-	u := newAuditUser(t)
-	r := e.runOK(append([]string{"recover", "--once"}, u.flags()...)...)
+	r := e.countCommand(t, []string{"recover", "--once"}, want)
 	if got := lastLine(r.stdout); got != summary {
 		t.Errorf("recover --once summary %q, want %q", got, summary)
 	}
+}
+
+// countCommand runs the plugin with args as a user of its own, and checks its requests as the
+// API server's audit log has them: exactly want (by "verb resource"; so no write unless want
+// names it), none about one object.
+func (e *monEnv) countCommand(t *testing.T, args []string, want map[string]int) result {
+	t.Helper()
+	u := newAuditUser(t)
+	r := e.runOK(append(args, u.flags()...)...)
 	reqs := u.requests(t, "kubectl-gobrave/")
-	t.Logf("recover --once made %d API requests (audit log):\n  %s", len(reqs), describe(reqs))
+	t.Logf("%s made %d API requests (audit log):\n  %s", strings.Join(args, " "), len(reqs), describe(reqs))
 	for _, req := range reqs {
 		if req.PerObject() {
-			t.Errorf("request about one object: %s %s", req.Verb, req.URI)
+			t.Errorf("%s: request about one object: %s %s", strings.Join(args, " "), req.Verb, req.URI)
 		}
 	}
 	if d := cmp.Diff(want, countByVerb(reqs)); d != "" {
-		t.Errorf("requests by verb and resource (-want +got):\n%s", d)
+		t.Errorf("%s: requests by verb and resource (-want +got):\n%s", strings.Join(args, " "), d)
+	}
+	return r
+}
+
+// intents records, in the test's database, what a process killed right after recording a
+// verb's intent leaves (lifecycle.Engine's first step, with nothing sent to the cluster): the
+// transition of each runtime ID.
+func (e *monEnv) intents(ts map[string]store.Transition) {
+	t := e.t
+	t.Helper()
+	st, err := store.Open(t.Context(), filepath.Join(e.home, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for id, tr := range ts {
+		tr.RuntimeID = id
+		if _, ok, err := st.Apply(t.Context(), tr); err != nil || !ok {
+			t.Fatalf("intent %s of %s: applied %v, %v", tr.Type, id, ok, err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
