@@ -151,38 +151,48 @@ func (s *Store) ApplyBatch(ctx context.Context, ts []Transition) ([]Applied, err
 	}
 	var out []Applied
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		a, err := newApplier(ctx, s, tx, ts)
-		if err != nil {
-			return err
-		}
-		defer a.close()
-		now := s.now().UTC()
-		res := make([]Applied, 0, len(ts))
-		for _, t := range ts {
-			r, err := a.apply(ctx, t, now)
-			if err != nil {
-				return err
-			}
-			res = append(res, r)
-		}
-		if err := a.flush(ctx, now); err != nil {
-			return err
-		}
-		// The specs, decoded meanwhile on another goroutine.
-		specs, err := a.specs()
-		if err != nil {
-			return err
-		}
-		for i := range res {
-			res[i].Workload.Spec = specs[res[i].Workload.RuntimeID]
-		}
+		res, err := s.applyTx(ctx, tx, ts, s.now().UTC(), true)
 		out = res
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, s.fail("apply events", err)
 	}
 	return out, nil
+}
+
+// applyTx applies ts in tx at now (see ApplyBatch) and writes the records
+// that moved. With specs, every Applied's Workload carries its spec; without, the
+// specs are neither decoded nor returned (a caller that only reads the state).
+func (s *Store) applyTx(ctx context.Context, tx *sql.Tx, ts []Transition, now time.Time, specs bool) ([]Applied, error) {
+	a, err := newApplier(ctx, s, tx, ts, specs)
+	if err != nil {
+		return nil, err
+	}
+	defer a.close()
+	res := make([]Applied, 0, len(ts))
+	for _, t := range ts {
+		r, err := a.apply(ctx, t, now)
+		if err != nil {
+			return nil, err
+		}
+		res = append(res, r)
+	}
+	if err := a.flush(ctx, now); err != nil {
+		return nil, err
+	}
+	if !specs {
+		return res, nil
+	}
+	// The specs, decoded meanwhile on another goroutine.
+	decoded, err := a.specs()
+	if err != nil {
+		return nil, err
+	}
+	for i := range res {
+		res[i].Workload.Spec = decoded[res[i].Workload.RuntimeID]
+	}
+	return res, nil
 }
 
 // applier is one ApplyBatch transaction: the records of its runtime IDs,
@@ -202,7 +212,7 @@ type decodedSpecs struct {
 	err   error
 }
 
-func newApplier(ctx context.Context, s *Store, tx *sql.Tx, ts []Transition) (*applier, error) {
+func newApplier(ctx context.Context, s *Store, tx *sql.Tx, ts []Transition, specs bool) (*applier, error) {
 	a := &applier{s: s, tx: tx, recs: make(map[string]*Workload, len(ts)), isDirty: map[string]bool{}}
 	for _, p := range []struct {
 		stmt **sql.Stmt
@@ -268,6 +278,9 @@ func newApplier(ctx context.Context, s *Store, tx *sql.Tx, ts []Transition) (*ap
 			a.close()
 			return nil, &notFoundError{id: t.RuntimeID}
 		}
+	}
+	if !specs {
+		return a, nil
 	}
 	a.decoded = make(chan decodedSpecs, 1)
 	go func() {
