@@ -151,38 +151,48 @@ func (s *Store) ApplyBatch(ctx context.Context, ts []Transition) ([]Applied, err
 	}
 	var out []Applied
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		a, err := newApplier(ctx, s, tx, ts)
-		if err != nil {
-			return err
-		}
-		defer a.close()
-		now := s.now().UTC()
-		res := make([]Applied, 0, len(ts))
-		for _, t := range ts {
-			r, err := a.apply(ctx, t, now)
-			if err != nil {
-				return err
-			}
-			res = append(res, r)
-		}
-		if err := a.flush(ctx, now); err != nil {
-			return err
-		}
-		// The specs, decoded meanwhile on another goroutine.
-		specs, err := a.specs()
-		if err != nil {
-			return err
-		}
-		for i := range res {
-			res[i].Workload.Spec = specs[res[i].Workload.RuntimeID]
-		}
+		res, err := s.applyTx(ctx, tx, ts, s.now().UTC(), true)
 		out = res
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, s.fail("apply events", err)
 	}
 	return out, nil
+}
+
+// applyTx applies ts in tx at now (see ApplyBatch) and writes the records
+// that moved. With specs, every Applied's Workload carries its spec; without, the
+// specs are neither decoded nor returned (a caller that only reads the state).
+func (s *Store) applyTx(ctx context.Context, tx *sql.Tx, ts []Transition, now time.Time, specs bool) ([]Applied, error) {
+	a, err := newApplier(ctx, s, tx, ts, specs)
+	if err != nil {
+		return nil, err
+	}
+	defer a.close()
+	res := make([]Applied, 0, len(ts))
+	for _, t := range ts {
+		r, err := a.apply(ctx, t, now)
+		if err != nil {
+			return nil, err
+		}
+		res = append(res, r)
+	}
+	if err := a.flush(ctx, now); err != nil {
+		return nil, err
+	}
+	if !specs {
+		return res, nil
+	}
+	// The specs, decoded meanwhile on another goroutine.
+	decoded, err := a.specs()
+	if err != nil {
+		return nil, err
+	}
+	for i := range res {
+		res[i].Workload.Spec = decoded[res[i].Workload.RuntimeID]
+	}
+	return res, nil
 }
 
 // applier is one ApplyBatch transaction: the records of its runtime IDs,
@@ -192,7 +202,8 @@ type applier struct {
 	tx                                 *sql.Tx
 	insert, insertObserved, seenBefore *sql.Stmt
 	recs                               map[string]*Workload
-	dirty                              []string // runtime IDs whose record moved, in first-move order
+	rowids                             map[string]int64 // of the records, for flush
+	dirty                              []string         // runtime IDs whose record moved, in first-move order
 	isDirty                            map[string]bool
 	decoded                            chan decodedSpecs
 }
@@ -202,8 +213,8 @@ type decodedSpecs struct {
 	err   error
 }
 
-func newApplier(ctx context.Context, s *Store, tx *sql.Tx, ts []Transition) (*applier, error) {
-	a := &applier{s: s, tx: tx, recs: make(map[string]*Workload, len(ts)), isDirty: map[string]bool{}}
+func newApplier(ctx context.Context, s *Store, tx *sql.Tx, ts []Transition, specs bool) (*applier, error) {
+	a := &applier{s: s, tx: tx, recs: make(map[string]*Workload, len(ts)), rowids: make(map[string]int64, len(ts)), isDirty: map[string]bool{}}
 	for _, p := range []struct {
 		stmt **sql.Stmt
 		q    string
@@ -248,13 +259,15 @@ func newApplier(ctx context.Context, s *Store, tx *sql.Tx, ts []Transition) (*ap
 	}
 	for rows.Next() {
 		var sp []byte
-		w, err := scanRow(rows.Scan, &sp)
+		var rowid int64
+		w, err := scanRow(func(dest ...any) error { return rows.Scan(append([]any{&rowid}, dest...)...) }, &sp)
 		if err != nil {
 			rows.Close()
 			a.close()
 			return nil, err
 		}
 		a.recs[w.RuntimeID] = &w
+		a.rowids[w.RuntimeID] = rowid
 		raw[w.RuntimeID] = sp
 	}
 	err = rows.Err()
@@ -268,6 +281,9 @@ func newApplier(ctx context.Context, s *Store, tx *sql.Tx, ts []Transition) (*ap
 			a.close()
 			return nil, &notFoundError{id: t.RuntimeID}
 		}
+	}
+	if !specs {
+		return a, nil
 	}
 	a.decoded = make(chan decodedSpecs, 1)
 	go func() {
@@ -304,28 +320,40 @@ func (a *applier) close() {
 	}
 }
 
-// flush writes every record that moved: an upsert of many rows whose rows
-// all exist (read in this transaction), so each is found by its primary key.
+// flush writes every record that moved: an UPDATE of many rows, each found
+// by its rowid (read with the record in this transaction, under the write
+// lock, so it cannot change meanwhile). It used to be an upsert on the
+// runtime ID: that built an insert of all 17 columns and searched the
+// primary key's text index before turning into the update: a third of its
+// work in SQLite (docs/performance.md). Each statement must find all its
+// rows; one that finds fewer is an error, never a lost write.
 // The statements for 64, 8 and 1 rows are prepared once per connection
-// (Store.upsert) and reused by every batch: parsing a statement of hundreds
-// of rows cost as much as running it.
+// (Store.update) and reused by every batch: parsing a statement of hundreds
+// of values cost as much as running it.
 func (a *applier) flush(ctx context.Context, now time.Time) error {
 	ids := a.dirty
-	for _, size := range upsertSizes {
-		st, err := a.s.upsert(ctx, size)
+	for _, size := range updateSizes {
+		st, err := a.s.update(ctx, size)
 		if err != nil {
 			return err
 		}
 		txst := a.tx.StmtContext(ctx, st)
 		for len(ids) >= size {
-			args := make([]any, 0, upsertCols*size)
+			args := make([]any, 0, updateCols*size)
 			for _, id := range ids[:size] {
 				w := a.recs[id]
-				args = append(args, id, w.Runtime, w.Namespace, w.Kind, w.Name, w.UID, string(w.State), w.Message, w.Epoch,
-					string(w.Request), string(w.Expect), toDB(w.CreatedAt), toDB(now),
+				args = append(args, a.rowids[id], string(w.State), w.Message, w.UID, w.Epoch,
+					string(w.Request), string(w.Expect), toDB(now),
 					w.Result.Reason, nullInt(w.Result.ExitCode), nullTime(w.Result.StartedAt), nullTime(w.Result.FinishedAt))
 			}
-			if _, err := txst.ExecContext(ctx, args...); err != nil {
+			res, err := txst.ExecContext(ctx, args...)
+			if err == nil {
+				var n int64
+				if n, err = res.RowsAffected(); err == nil && n != int64(size) {
+					err = fmt.Errorf("write %d records: %d found", size, n)
+				}
+			}
+			if err != nil {
 				txst.Close()
 				return err
 			}
@@ -336,10 +364,10 @@ func (a *applier) flush(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// upsertSizes are the row counts of the prepared upserts of flush, largest first.
-var upsertSizes = []int{64, 8, 1}
+// updateSizes are the row counts of the prepared updates of flush, largest first.
+var updateSizes = []int{64, 8, 1}
 
-const upsertCols = 17
+const updateCols = 12
 
 // readRecords returns the statement that reads the records of a JSON array
 // of runtime IDs (one parameter, whatever the batch's size), prepared once.
@@ -349,7 +377,7 @@ func (s *Store) readRecords(ctx context.Context) (*sql.Stmt, error) {
 	if s.readRecs != nil {
 		return s.readRecs, nil
 	}
-	st, err := s.db.PrepareContext(ctx, "SELECT "+workloadColumns+" FROM workloads WHERE runtime_id IN (SELECT value FROM json_each(?))")
+	st, err := s.db.PrepareContext(ctx, "SELECT rowid, "+workloadColumns+" FROM workloads WHERE runtime_id IN (SELECT value FROM json_each(?))")
 	if err != nil {
 		return nil, err
 	}
@@ -357,29 +385,27 @@ func (s *Store) readRecords(ctx context.Context) (*sql.Stmt, error) {
 	return st, nil
 }
 
-// upsert returns the statement that writes size records, prepared on first use.
-func (s *Store) upsert(ctx context.Context, size int) (*sql.Stmt, error) {
+// update returns the statement that writes size records, prepared on first use.
+func (s *Store) update(ctx context.Context, size int) (*sql.Stmt, error) {
 	s.stmtMu.Lock()
 	defer s.stmtMu.Unlock()
-	if st := s.upserts[size]; st != nil {
+	if st := s.updates[size]; st != nil {
 		return st, nil
 	}
-	row := "(" + placeholders(upsertCols) + ")"
-	q := `INSERT INTO workloads (runtime_id, runtime, namespace, kind, name, uid, state, message, epoch, request, expect,
-	created_at, updated_at, reason, exit_code, started_at, finished_at)
-VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", size), ", ") + `
-ON CONFLICT (runtime_id) DO UPDATE SET state = excluded.state, message = excluded.message, uid = excluded.uid,
-	epoch = excluded.epoch, request = excluded.request, expect = excluded.expect, updated_at = excluded.updated_at,
-	reason = excluded.reason, exit_code = excluded.exit_code, started_at = excluded.started_at,
-	finished_at = excluded.finished_at`
+	row := "(" + placeholders(updateCols) + ")"
+	q := `UPDATE workloads SET state = v.column2, message = v.column3, uid = v.column4, epoch = v.column5,
+	request = v.column6, expect = v.column7, updated_at = v.column8, reason = v.column9, exit_code = v.column10,
+	started_at = v.column11, finished_at = v.column12
+FROM (VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", size), ", ") + `) AS v
+WHERE workloads.rowid = v.column1`
 	st, err := s.db.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	if s.upserts == nil {
-		s.upserts = map[int]*sql.Stmt{}
+	if s.updates == nil {
+		s.updates = map[int]*sql.Stmt{}
 	}
-	s.upserts[size] = st
+	s.updates[size] = st
 	return st, nil
 }
 

@@ -751,3 +751,100 @@ func TestPausedResult(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyBatchRecordedBefore mixes, in one batch of more events than one
+// insert statement takes, an observed event another process recorded first
+// with events of other records and a later event of the same record: the
+// first is not applied and leaves its record as it was (not even
+// updated_at moves), the later one applies from there, and every recorded
+// event gets its seq in the order of the batch.
+func TestApplyBatchRecordedBefore(t *testing.T) {
+	ctx := context.Background()
+	s, c := openTest(t)
+	ids := fill(t, s, 150)
+	a, b := ids[1], ids[2] // running, epoch 1, uid-1 and uid-2
+	if _, err := s.db.ExecContext(ctx, insertEvent(true), a, string(ContainerExited), "by another process", "uid-1", 1, true, 0, "", nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.Get(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Minute)
+	var ts []Transition
+	for _, id := range ids[3:73] { // 70 records stop
+		ts = append(ts, Transition{RuntimeID: id, Type: StopRequested})
+	}
+	ts = append(ts,
+		Transition{RuntimeID: a, Type: ContainerExited, Message: "again"}, // recorded before: not applied
+		Transition{RuntimeID: b, Type: ContainerExited, Message: "0"},
+		Transition{RuntimeID: b, Type: ContainerExited, Message: "0"}, // nothing new: exited
+	)
+	for _, id := range ids[73:] {
+		ts = append(ts, Transition{RuntimeID: id, Type: StopRequested})
+	}
+	ts = append(ts, Transition{RuntimeID: a, Type: ContainerFailed, Message: "boom"})
+	res, err := s.ApplyBatch(ctx, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != len(ts) {
+		t.Fatalf("%d results for %d transitions", len(res), len(ts))
+	}
+	var last int64
+	for i, r := range res {
+		want := true
+		switch {
+		case ts[i].RuntimeID == a && ts[i].Type == ContainerExited:
+			want = false
+			if r.Event.Seq != 0 || r.Workload.State != StateRunning || !r.Workload.UpdatedAt.Equal(before.UpdatedAt) {
+				t.Errorf("the event recorded before: %+v, want seq 0 and the record as it was", r)
+			}
+		case ts[i].RuntimeID == b && i > 0 && ts[i-1].RuntimeID == b:
+			want = false
+		}
+		if r.Applied != want {
+			t.Fatalf("transition %d (%s %s): applied %v, want %v", i, ts[i].RuntimeID, ts[i].Type, r.Applied, want)
+		}
+		if r.Applied {
+			if r.Event.Seq <= last {
+				t.Fatalf("transition %d: seq %d after %d", i, r.Event.Seq, last)
+			}
+			last = r.Event.Seq
+		}
+	}
+	if r := res[len(res)-1]; r.Workload.State != StateFailed || r.Workload.Message != "boom" {
+		t.Errorf("the later event of the same record: %s %q, want failed boom", r.Workload.State, r.Workload.Message)
+	}
+	evs, err := s.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := map[int64]Transition{}
+	for i, r := range res {
+		if r.Applied {
+			applied[r.Event.Seq] = ts[i]
+		}
+	}
+	n := 0
+	for _, e := range evs {
+		if tr, ok := applied[e.Seq]; ok {
+			n++
+			if e.RuntimeID != tr.RuntimeID || e.Type != tr.Type {
+				t.Errorf("event %d is %s %s, want %s %s", e.Seq, e.RuntimeID, e.Type, tr.RuntimeID, tr.Type)
+			}
+		}
+	}
+	if n != len(applied) || len(evs) != len(applied)+1 {
+		t.Errorf("%d events (%d matched), want the %d applied and the one recorded before", len(evs), n, len(applied))
+	}
+	for id, want := range map[string]State{a: StateFailed, b: StateExited, ids[3]: StateStopping, ids[149]: StateStopping, ids[0]: StateExited} {
+		w, err := s.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.State != want {
+			t.Errorf("%s: %s, want %s", id, w.State, want)
+		}
+	}
+}

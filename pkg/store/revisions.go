@@ -155,24 +155,11 @@ func (s *Store) UpdateSpec(ctx context.Context, t Transition, next spec.Containe
 		if err != nil {
 			return err
 		}
-		a, err := newApplier(ctx, s, tx, []Transition{t})
-		if err != nil {
-			return err
-		}
-		defer a.close()
 		now := s.now().UTC()
-		res, err := a.apply(ctx, t, now)
+		res, err := s.applyOne(ctx, tx, t, now, true)
 		if err != nil {
 			return err
 		}
-		if err := a.flush(ctx, now); err != nil {
-			return err
-		}
-		specs, err := a.specs()
-		if err != nil {
-			return err
-		}
-		res.Workload.Spec = specs[t.RuntimeID]
 		applied = res
 		cur := revs[len(revs)-1]
 		if SameSpec(cur.Spec, next) {
@@ -209,6 +196,16 @@ func (s *Store) UpdateSpec(ctx context.Context, t Transition, next spec.Containe
 	return applied, rev, nil
 }
 
+// applyOne applies t in tx at now, as ApplyBatch does a batch of one (see
+// applyTx for specs).
+func (s *Store) applyOne(ctx context.Context, tx *sql.Tx, t Transition, now time.Time, specs bool) (Applied, error) {
+	res, err := s.applyTx(ctx, tx, []Transition{t}, now, specs)
+	if err != nil {
+		return Applied{}, err
+	}
+	return res[0], nil
+}
+
 func rowExists(ctx context.Context, tx *sql.Tx, runtimeID string, revision int) bool {
 	var ok bool
 	err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM revisions WHERE runtime_id = ? AND revision = ?)", runtimeID, revision).Scan(&ok)
@@ -225,17 +222,8 @@ func (s *Store) RevertSpec(ctx context.Context, t Transition, epoch int) error {
 		return fmt.Errorf("revert the spec of %q: the event is %s, not %s", t.RuntimeID, t.Type, RequestFailed)
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		a, err := newApplier(ctx, s, tx, []Transition{t})
+		res, err := s.applyOne(ctx, tx, t, s.now().UTC(), false)
 		if err != nil {
-			return err
-		}
-		defer a.close()
-		now := s.now().UTC()
-		res, err := a.apply(ctx, t, now)
-		if err != nil {
-			return err
-		}
-		if err := a.flush(ctx, now); err != nil {
 			return err
 		}
 		if res.Workload.Epoch != epoch {

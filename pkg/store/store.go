@@ -77,7 +77,7 @@ type Store struct {
 	now func() time.Time // the clock, replaced in tests
 
 	stmtMu   sync.Mutex
-	upserts  map[int]*sql.Stmt // ApplyBatch's record writes, by rows (see flush)
+	updates  map[int]*sql.Stmt // ApplyBatch's record writes, by rows (see flush)
 	readRecs *sql.Stmt         // ApplyBatch's record read (see readRecords)
 }
 
@@ -224,10 +224,10 @@ func (s *Store) Path() string { return s.path }
 // Close closes the database.
 func (s *Store) Close() error {
 	s.stmtMu.Lock()
-	for _, st := range s.upserts {
+	for _, st := range s.updates {
 		st.Close()
 	}
-	s.upserts = nil
+	s.updates = nil
 	if s.readRecs != nil {
 		s.readRecs.Close()
 		s.readRecs = nil

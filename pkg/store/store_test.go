@@ -106,7 +106,7 @@ func TestOpenCreatesSchema(t *testing.T) {
 		names = append(names, n)
 	}
 	rows.Close()
-	want := []string{"clusters", "events", "events_observed_once", "events_runtime_id", "leases", "leases_owner",
+	want := []string{"clusters", "events", "events_key", "leases", "leases_owner",
 		"revisions", "workloads", "workloads_name", "workloads_namespace", "workloads_state"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("schema objects (-want +got):\n%s", diff)
@@ -931,4 +931,127 @@ func TestMigrateSchema2(t *testing.T) {
 	if err := s.IntegrityCheck(ctx); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestMigrateSchema5 opens a file written by schema 5 (two indexes on
+// events): events_key replaces them with the same uniqueness, the history
+// stays in order, and the queries by record use the new index rather than
+// scanning the events.
+func TestMigrateSchema5(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qs []string
+	for _, m := range migrations[:5] {
+		qs = append(qs, m.sql)
+	}
+	id := "k8s-default|job|batch"
+	qs = append(qs, "PRAGMA user_version = 5",
+		`INSERT INTO workloads (runtime_id, runtime, namespace, kind, name, uid, spec, state, message, epoch, request, expect, created_at, updated_at) VALUES
+		 ('k8s-default|job|batch', 'k8s', 'default', 'job', 'batch', 'u1', '{}', 'paused', '', 2, 'StartRequested', '', 0, 0)`,
+		// Two suspensions in one epoch (observed = 0) and one start (observed = 1).
+		`INSERT INTO events (runtime_id, type, message, uid, epoch, observed, time) VALUES
+		 ('k8s-default|job|batch', 'Created', '', 'u1', 1, 0, 0),
+		 ('k8s-default|job|batch', 'StartRequested', '', 'u1', 2, 0, 1),
+		 ('k8s-default|job|batch', 'ContainerStarted', '', 'u1', 2, 1, 2),
+		 ('k8s-default|job|batch', 'ContainerPaused', 'suspended', 'u1', 2, 0, 3),
+		 ('k8s-default|job|batch', 'ContainerStarted', '', 'u1', 2, 0, 4),
+		 ('k8s-default|job|batch', 'ContainerPaused', 'suspended', 'u1', 2, 0, 5)`)
+	for _, q := range qs {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	s, _ := openAt(t, path)
+	if v, err := s.SchemaVersion(ctx); err != nil || v != SchemaLatest() {
+		t.Fatalf("schema %d, %v; want %d", v, err, SchemaLatest())
+	}
+	evs, err := s.Events(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []EventType
+	for _, e := range evs {
+		types = append(types, e.Type)
+	}
+	if diff := cmp.Diff([]EventType{Created, StartRequested, ContainerStarted, ContainerPaused, ContainerStarted, ContainerPaused}, types); diff != "" {
+		t.Errorf("migrated history (-want +got):\n%s", diff)
+	}
+
+	// An observed event is still recorded once per object, type and epoch,
+	// by the index itself: a second insert is ignored.
+	for range 2 {
+		if _, err := s.db.ExecContext(ctx, insertEvent(true), id, string(ContainerExited), "", "u1", 2, true, 7, "", nil, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := countEvents(t, s.db, id, ContainerExited); n != 1 {
+		t.Errorf("%d ContainerExited events in one epoch, want 1", n)
+	}
+	if _, err := s.db.ExecContext(ctx, "INSERT INTO events (runtime_id, type, uid, epoch, observed, time) VALUES (?, 'ContainerExited', 'u1', 2, 1, 8)", id); err == nil {
+		t.Error("a second ContainerExited of one object and epoch was inserted, want a unique constraint error")
+	}
+	// The others are not: requested events, suspensions (observed = 0)
+	// and waiting reasons, however many.
+	for range 2 {
+		for _, typ := range []EventType{ContainerWaiting, ContainerPaused} {
+			if _, err := s.db.ExecContext(ctx, insertEvent(false), id, string(typ), "", "u1", 2, typ == ContainerWaiting, 9, "", nil, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := countEvents(t, s.db, id, ContainerWaiting); n != 2 {
+		t.Errorf("%d ContainerWaiting events, want 2", n)
+	}
+	if n := countEvents(t, s.db, id, ContainerPaused); n != 4 {
+		t.Errorf("%d ContainerPaused events, want 4", n)
+	}
+
+	// Every query by record finds its events through events_key.
+	for _, q := range []string{
+		"SELECT " + eventColumns + " FROM events WHERE runtime_id IN (SELECT value FROM json_each(?)) ORDER BY seq",
+		"SELECT EXISTS (SELECT 1 FROM events WHERE runtime_id = ? AND uid = ? AND epoch < ?)",
+		"UPDATE events SET uid = ? WHERE runtime_id = ? AND epoch = ? AND observed = 0 AND uid = ''",
+		"DELETE FROM events WHERE runtime_id = ?",
+		"SELECT w.runtime_id FROM workloads w WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.runtime_id = w.runtime_id AND e.epoch = w.epoch AND e.type = ?)",
+		"SELECT (SELECT COUNT(*) FROM events e WHERE e.runtime_id = w.runtime_id) FROM workloads w",
+	} {
+		plan := queryPlan(t, s.db, q)
+		if !strings.Contains(plan, "events_key") || strings.Contains(plan, "SCAN events") || strings.Contains(plan, "SCAN e ") {
+			t.Errorf("plan of %s:\n%s\nwant a search of events_key", q, plan)
+		}
+	}
+	if err := s.IntegrityCheck(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
+// queryPlan is EXPLAIN QUERY PLAN of q, one step a line.
+func queryPlan(t *testing.T, db *sql.DB, q string) string {
+	t.Helper()
+	n := strings.Count(q, "?")
+	args := make([]any, n)
+	for i := range args {
+		args[i] = "x"
+	}
+	rows, err := db.Query("EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(detail + "\n")
+	}
+	return b.String()
 }

@@ -140,7 +140,7 @@ RETURNING epoch`,
 func insertEvent(observed bool) string {
 	verb := "INSERT"
 	if observed {
-		verb = "INSERT OR IGNORE" // the unique index events_observed_once
+		verb = "INSERT OR IGNORE" // the unique index events_key (schema 6)
 	}
 	return verb + " INTO events (runtime_id, type, message, uid, epoch, observed, time, reason, exit_code, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 }
