@@ -379,14 +379,21 @@ func recoverRecords(ctx context.Context, e *lifecycle.Engine, st *store.Store) (
 			evs = append(evs, ev)
 		}
 	}
-	err := st.ScanLive(ctx, store.ScanFilter{}, 500, func(page []store.LiveRecord) error {
-		for _, w := range page {
-			heal(w.Workload)
+	// The records Recover can change (lifecycle's recoverable): read in
+	// SQL, not every live record into Go only for Recover to skip it.
+	for _, f := range []store.ScanFilter{
+		{States: []store.State{store.StateStopping}},
+		{States: []store.State{store.StateCreated, store.StateStarting}, NoUID: true},
+	} {
+		err := st.ScanLive(ctx, f, 500, func(page []store.LiveRecord) error {
+			for _, w := range page {
+				heal(w.Workload)
+			}
+			return nil
+		})
+		if err != nil {
+			return evs, err
 		}
-		return nil
-	})
-	if err != nil {
-		return evs, err
 	}
 	deleted, err := st.UnconfirmedDeletes(ctx)
 	if err != nil {

@@ -19,6 +19,10 @@ type ScanFilter struct {
 	Runtimes []string
 	// Kind keeps the records of this kind (all when "").
 	Kind string
+	// States keeps the records in these (non-terminal) states (all when empty).
+	States []State
+	// NoUID keeps the records with no object UID recorded.
+	NoUID bool
 }
 
 // Scope is one runtime, namespace, kind and recorded cluster that
@@ -81,6 +85,15 @@ func (s *Store) ScanLive(ctx context.Context, f ScanFilter, pageSize int, fn fun
 	if f.Kind != "" {
 		where = append(where, "w.kind = ?")
 		fixed = append(fixed, f.Kind)
+	}
+	if len(f.States) > 0 {
+		where = append(where, "w.state IN ("+placeholders(len(f.States))+")")
+		for _, st := range f.States {
+			fixed = append(fixed, string(st))
+		}
+	}
+	if f.NoUID {
+		where = append(where, "w.uid = ''")
 	}
 	q := "SELECT " + cols + ", COALESCE(c.cluster, '') FROM workloads w LEFT JOIN clusters c ON c.runtime_id = w.runtime_id WHERE " +
 		strings.Join(where, " AND ") + " ORDER BY w.runtime_id LIMIT ?"

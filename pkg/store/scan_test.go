@@ -68,3 +68,41 @@ func TestScanLive(t *testing.T) {
 		t.Errorf("scopes (-want +got):\n%s", d)
 	}
 }
+
+// TestScanLiveStates: States and NoUID select in SQL the records of those
+// states and, with NoUID, only those with no object UID recorded.
+func TestScanLiveStates(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	mk := func(name string, st State, uid string) {
+		w := workload("ns", "job", name)
+		w.State, w.UID = st, uid
+		mustPut(t, s, w)
+	}
+	mk("created-nouid", StateCreated, "")
+	mk("created-uid", StateCreated, "u1")
+	mk("starting-nouid", StateStarting, "")
+	mk("running-nouid", StateRunning, "")
+	mk("stopping-uid", StateStopping, "u2")
+	scan := func(f ScanFilter) []string {
+		var got []string
+		if err := s.ScanLive(ctx, f, 2, func(page []LiveRecord) error {
+			for _, w := range page {
+				got = append(got, w.Name)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if d := cmp.Diff([]string{"stopping-uid"}, scan(ScanFilter{States: []State{StateStopping}})); d != "" {
+		t.Errorf("stopping (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"created-nouid", "starting-nouid"}, scan(ScanFilter{States: []State{StateCreated, StateStarting}, NoUID: true})); d != "" {
+		t.Errorf("created or starting without a UID (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"created-nouid", "running-nouid", "starting-nouid"}, scan(ScanFilter{NoUID: true})); d != "" {
+		t.Errorf("without a UID (-want +got):\n%s", d)
+	}
+}
