@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -77,7 +78,7 @@ func Reconcile(ctx context.Context, c kubernetes.Interface, st *store.Store, o R
 	if o.ClusterWide <= 0 {
 		o.ClusterWide = DefaultClusterWide
 	}
-	r := &reconciler{c: c, st: st, o: o, started: time.Now(), notes: map[types.UID]*podNote{}, seen: map[uint64]struct{}{}}
+	r := &reconciler{c: c, st: st, o: o, started: time.Now(), notes: map[types.UID]*podNote{}, seen: map[uint64]struct{}{}, seenLive: map[string]int{}}
 	if o.Metadata != nil {
 		r.meta = metadataLister(o.Metadata, o.SyncTimeout)
 	} else {
@@ -96,7 +97,11 @@ type reconciler struct {
 
 	notes map[types.UID]*podNote // by controller UID: a Job, a ReplicaSet, then its Deployment
 	seen  map[uint64]struct{}    // keyHash of the objects streamed that have a record
-	sum   Summary
+	// seenLive counts, by kind, the records of the objects in seen that
+	// were live when the pass began: when it reaches the number of such
+	// records, none can be absent and none is read again.
+	seenLive map[string]int
+	sum      Summary
 }
 
 // podNote is what the pods of one controller say: the newest pod's status
@@ -124,6 +129,7 @@ func (r *reconciler) run(ctx context.Context) error {
 		return fmt.Errorf("monitor: %w", err)
 	}
 	nsOf := map[string]map[string]bool{} // kind -> namespaces
+	want := map[string]int{}             // kind -> records live at the start
 	all := map[string]bool{}
 	others := false
 	for _, sc := range scopes {
@@ -139,6 +145,7 @@ func (r *reconciler) run(ctx context.Context) error {
 		}
 		nsOf[sc.Kind][sc.Namespace] = true
 		all[sc.Namespace] = true
+		want[sc.Kind] += sc.Count
 	}
 	if others && r.o.OnSkip != nil {
 		if err := r.skipOthers(ctx); err != nil {
@@ -159,31 +166,107 @@ func (r *reconciler) run(ctx context.Context) error {
 			return err
 		}
 	}
-	for _, kind := range slices.Sorted(maps.Keys(nsOf)) {
-		b := &batch{kind: kind}
-		err := r.each(ctx, kind, slices.Sorted(maps.Keys(nsOf[kind])), clusterWide, func(obj any) error {
-			m, ok := obj.(metav1.Object)
-			if !ok {
-				return nil
-			}
-			o, ok := observe(obj)
-			b.items = append(b.items, streamed{ns: m.GetNamespace(), name: m.GetName(), uid: string(m.GetUID()), obs: o, ok: ok})
-			if len(b.items) >= batchSize {
-				return r.flush(ctx, b)
-			}
-			return nil
-		})
-		if err == nil {
-			err = r.flush(ctx, b)
-		}
-		if err != nil {
-			return err
+	kinds := slices.Sorted(maps.Keys(nsOf))
+	if err := r.workloads(ctx, kinds, nsOf, clusterWide); err != nil {
+		return err
+	}
+	for _, kind := range kinds {
+		if r.seenLive[kind] >= want[kind] {
+			continue // every record live at the start was streamed: none is absent
 		}
 		if err := r.absent(ctx, kind); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// workloads streams every workload kind at once, each in its scopes, and
+// records what they say in one writer: a stream maps each object as it
+// arrives into a batch of batchSize, the writer records the full
+// batches one after the other (the store has one writer), so that the
+// decoding of one kind, the mapping and the database overlap. At most
+// len(kinds)+2 batches exist at a time.
+func (r *reconciler) workloads(ctx context.Context, kinds []string, nsOf map[string]map[string]bool, clusterWide bool) error {
+	gctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	run := func(fn func() error) { // the first error cancels the others
+		wg.Go(func() {
+			if err := fn(); err != nil {
+				once.Do(func() { first = err; cancel(err) })
+			}
+		})
+	}
+	full := make(chan *batch, 1)
+	free := make(chan *batch, len(kinds)+1)
+	next := func(kind string) *batch {
+		select {
+		case b := <-free:
+			b.kind = kind
+			return b
+		default:
+			return &batch{kind: kind, items: make([]streamed, 0, batchSize)}
+		}
+	}
+	send := func(b *batch) error {
+		select {
+		case full <- b:
+			return nil
+		case <-gctx.Done():
+			return context.Cause(gctx)
+		}
+	}
+	var streams sync.WaitGroup
+	for _, kind := range kinds {
+		streams.Add(1)
+		run(func() error {
+			defer streams.Done()
+			b := next(kind)
+			err := r.each(gctx, kind, slices.Sorted(maps.Keys(nsOf[kind])), clusterWide, func(obj any) error {
+				m, ok := obj.(metav1.Object)
+				if !ok {
+					return nil
+				}
+				o, ok := observe(obj)
+				b.items = append(b.items, streamed{ns: m.GetNamespace(), name: m.GetName(), uid: string(m.GetUID()), obs: o, ok: ok})
+				if len(b.items) < batchSize {
+					return nil
+				}
+				if err := send(b); err != nil {
+					return err
+				}
+				b = next(kind)
+				return nil
+			})
+			if err == nil && len(b.items) > 0 {
+				err = send(b)
+			}
+			return err
+		})
+	}
+	go func() {
+		streams.Wait()
+		close(full)
+	}()
+	run(func() error {
+		for b := range full {
+			if err := r.flush(gctx, b); err != nil {
+				return err
+			}
+			select {
+			case free <- b:
+			default:
+			}
+		}
+		return nil
+	})
+	wg.Wait()
+	return first
 }
 
 // each streams kind in every scope: all namespaces when clusterWide (one
@@ -300,7 +383,10 @@ type batch struct {
 // flush records one batch of streamed objects.
 func (r *reconciler) flush(ctx context.Context, b *batch) error {
 	items := b.items
-	b.items = b.items[:0]
+	defer func() {
+		clear(items) // no strings kept alive by a batch waiting for reuse
+		b.items = items[:0]
+	}()
 	if len(items) == 0 {
 		return nil
 	}
@@ -327,7 +413,7 @@ func (r *reconciler) flush(ctx context.Context, b *batch) error {
 	var ts []store.Transition
 	var uidOnly []string
 	for _, it := range items {
-		known := false
+		known, fromStart := false, 0
 		for _, rt := range r.o.Runtimes {
 			id := runtimeid.ID{Runtime: rt, Namespace: it.ns, Kind: b.kind, Name: it.name}.String()
 			w, ok := recs[id]
@@ -335,6 +421,9 @@ func (r *reconciler) flush(ctx context.Context, b *batch) error {
 				continue
 			}
 			known = true
+			if !w.UpdatedAt.After(r.started) {
+				fromStart++ // live when the pass began
+			}
 			if !isLeased[id] {
 				continue
 			}
@@ -355,8 +444,11 @@ func (r *reconciler) flush(ctx context.Context, b *batch) error {
 				}
 			}
 		}
-		if known {
-			r.seen[keyHash(b.kind, it.ns, it.name)] = struct{}{}
+		if h := keyHash(b.kind, it.ns, it.name); known {
+			if _, again := r.seen[h]; !again { // a stream tried again passes its objects again
+				r.seen[h] = struct{}{}
+				r.seenLive[b.kind] += fromStart
+			}
 		}
 	}
 	for i := 0; i < len(uidOnly); i += 2 {
