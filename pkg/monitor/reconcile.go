@@ -396,11 +396,11 @@ func (r *reconciler) flush(ctx context.Context, b *batch) error {
 			ids = append(ids, runtimeid.ID{Runtime: rt, Namespace: it.ns, Kind: b.kind, Name: it.name}.String())
 		}
 	}
-	recs, err := r.st.Records(ctx, ids)
+	recs, err := r.st.Heads(ctx, ids)
 	if err != nil {
 		return fmt.Errorf("monitor: %w", err)
 	}
-	live := r.liveOf(ctx, recs, ids)
+	live := r.liveOf(recs, ids)
 	leased, err := r.lease(ctx, live)
 	if err != nil {
 		return err
@@ -456,7 +456,7 @@ func (r *reconciler) flush(ctx context.Context, b *batch) error {
 			return fmt.Errorf("monitor: %w", err)
 		}
 	}
-	return r.apply(ctx, recs, ts, leased)
+	return r.apply(ctx, func(id string) store.State { return recs[id].State }, ts, leased)
 }
 
 // enrich adds the exit code of the newest failed container to a job failure.
@@ -473,30 +473,21 @@ func (r *reconciler) enrich(kind, uid string, o Observation) Observation {
 }
 
 // liveOf keeps the IDs of ids whose record is not terminal and was made on
-// this cluster (or on none recorded).
-func (r *reconciler) liveOf(ctx context.Context, recs map[string]store.Workload, ids []string) []string {
+// this cluster (or on none recorded); the others of another cluster leave
+// recs (absent names them, OnSkip, with the unseen records).
+func (r *reconciler) liveOf(recs map[string]store.Head, ids []string) []string {
 	var live []string
 	for _, id := range ids {
-		if w, ok := recs[id]; ok && !w.State.Terminal() {
+		h, ok := recs[id]
+		switch {
+		case !ok || h.State.Terminal():
+		case r.o.Cluster != "" && h.Cluster != "" && h.Cluster != r.o.Cluster:
+			delete(recs, id)
+		default:
 			live = append(live, id)
 		}
 	}
-	if r.o.Cluster == "" || len(live) == 0 {
-		return live
-	}
-	cls, err := r.st.Clusters(ctx, live)
-	if err != nil {
-		return nil // nothing checked is nothing recorded; the next pass reads them again
-	}
-	kept := live[:0]
-	for _, id := range live {
-		if rec := cls[id]; rec != "" && rec != r.o.Cluster {
-			delete(recs, id) // absent names it (OnSkip) with the unseen records
-			continue
-		}
-		kept = append(kept, id)
-	}
-	return kept
+	return live
 }
 
 // lease takes the leases of ids it can; those a live process holds are
@@ -513,9 +504,9 @@ func (r *reconciler) lease(ctx context.Context, ids []string) ([]string, error) 
 	return leased, nil
 }
 
-// apply records ts (one transaction), counts what changed, calls OnEvent
-// and releases leased.
-func (r *reconciler) apply(ctx context.Context, before map[string]store.Workload, ts []store.Transition, leased []string) error {
+// apply records ts (one transaction), counts what changed (before is the
+// state of a record before the pass), calls OnEvent and releases leased.
+func (r *reconciler) apply(ctx context.Context, before func(id string) store.State, ts []store.Transition, leased []string) error {
 	defer func() {
 		if len(leased) > 0 {
 			_ = r.st.ReleaseLeases(context.WithoutCancel(ctx), r.o.Owner, leased...)
@@ -539,7 +530,7 @@ func (r *reconciler) apply(ctx context.Context, before map[string]store.Workload
 		}
 	}
 	for id, s := range after {
-		if s != before[id].State {
+		if s != before(id) {
 			r.sum.Changed++
 		}
 		if s.Terminal() {
@@ -633,7 +624,7 @@ func (r *reconciler) absent(ctx context.Context, kind string) error {
 				ts = append(ts, store.Transition{RuntimeID: id, Type: o.Type, UID: o.UID, Time: now})
 			}
 		}
-		return r.apply(ctx, before, ts, leased)
+		return r.apply(ctx, func(id string) store.State { return before[id].State }, ts, leased)
 	})
 }
 

@@ -106,3 +106,35 @@ func TestScanLiveStates(t *testing.T) {
 		t.Errorf("without a UID (-want +got):\n%s", d)
 	}
 }
+
+// TestHeads: the state, UID, last change and cluster of the records asked
+// for, in one query; an ID with no record is absent.
+func TestHeads(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	a, b := workload("ns", "job", "a"), workload("ns", "job", "b")
+	a.UID, b.State = "u-a", StateRunning
+	mustPut(t, s, a)
+	mustPut(t, s, b)
+	if err := s.SetCluster(ctx, b.RuntimeID, "https://b"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Heads(ctx, []string{a.RuntimeID, b.RuntimeID, "k8s-ns|job|none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Head{}
+	for id, cl := range map[string]string{a.RuntimeID: "", b.RuntimeID: "https://b"} {
+		w, err := s.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[id] = Head{State: w.State, UID: w.UID, UpdatedAt: w.UpdatedAt, Cluster: cl}
+	}
+	if want[a.RuntimeID].UID != "u-a" || want[b.RuntimeID].State != StateRunning {
+		t.Fatalf("records as put: %+v", want)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("heads (-want +got):\n%s", d)
+	}
+}
