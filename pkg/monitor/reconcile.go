@@ -55,16 +55,18 @@ type ReconcileOptions struct {
 //  1. pods, then ReplicaSets: one watch-list each per scope (a namespace,
 //     or all), label-filtered; of each pod only its owner's newest pod
 //     status and newest failed termination are kept (pod reasons, exit codes);
-//  2. each workload kind: one watch-list per scope; each object is mapped
-//     (runtime.Observe) as it arrives and dropped; every batch of
-//     batchSize objects reads its records (one query), takes their leases,
-//     records the observations (one ApplyBatch) and releases the leases.
+//  2. the workload kinds at once, each one watch-list per scope; each object
+//     is mapped (runtime.Observe) as it arrives and dropped; every batch of
+//     batchSize objects goes to one writer, which reads their records' heads
+//     (one query), takes their leases, records the observations (one
+//     ApplyBatch) and releases the leases while the streams go on.
 //     Of each object with a record only a 64-bit hash of its key is kept;
-//  3. the records whose object was not streamed are read page by page; for
-//     the namespaces that have any, one metadata-only watch-list (no
-//     label selector) tells which still exist: an object whose label was
-//     removed is not deleted, one with another UID is not the recorded
-//     one. The rest are recorded ContainerDeleted, a page at a time.
+//  3. when fewer records of a kind were streamed than were live at the
+//     start, the records whose object was not streamed are read page by
+//     page; for the namespaces that have any, one metadata-only watch-list
+//     (no label selector) tells which still exist: an object whose label was
+//     removed is not deleted, one with another UID is not the recorded one.
+//     The rest are recorded ContainerDeleted, a page at a time.
 //
 // Records changed after the pass began are left to the monitors that
 // changed them. A record leased by a live process is skipped (see Options.Once).

@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -197,5 +198,26 @@ func TestReconcileRetriedStreamCountsOnce(t *testing.T) {
 	}
 	if s := state(t, st, gone); s != store.StateDeleted {
 		t.Errorf("job whose object is gone: %s, want deleted", s)
+	}
+}
+
+// TestReconcileStreamErrorStopsThePass: a kind whose stream fails for good
+// ends the pass with its error while the other kind streams at the same
+// time; nothing waits forever for the writer or for the other stream.
+func TestReconcileStreamErrorStopsThePass(t *testing.T) {
+	st := newStore(t)
+	record(t, st, jobID("ns", "task"), "u1", store.StateCreated)
+	record(t, st, deployID("ns", "web"), "u2", store.StateCreated)
+	client := fake.NewClientset(job("ns", "task", "u1", batchv1.JobStatus{Active: 1}),
+		deployment("ns", "web", "u2", 1, appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1}))
+	client.PrependReactor("list", "jobs", func(k8stesting.Action) (bool, kruntime.Object, error) {
+		return true, nil, apierrors.NewForbidden(batchv1.Resource("jobs"), "", errors.New("no"))
+	})
+	_, err := Reconcile(t.Context(), client, st, ReconcileOptions{Owner: owner("a"), Runtimes: []string{runtimeid.RuntimeK8s}})
+	if err == nil || !strings.Contains(err.Error(), `list jobs in namespace "ns" is forbidden`) {
+		t.Fatalf("Reconcile: %v, want the jobs' list forbidden", err)
+	}
+	if s := state(t, st, jobID("ns", "task")); s != store.StateCreated {
+		t.Errorf("job: %s, want created (not read)", s)
 	}
 }
