@@ -121,14 +121,21 @@ func (e *Engine) RecoverAll(ctx context.Context) ([]store.Event, error) {
 			groups[g] = append(groups[g], w.RuntimeID)
 		}
 	}
-	err := e.Store.ScanLive(ctx, store.ScanFilter{}, recoverPage, func(page []store.LiveRecord) error {
-		for _, w := range page {
-			add(w.Workload)
+	// The live records recoverable can pick, chosen in SQL, so that the
+	// scan does not bring every live record into Go only to skip it.
+	for _, f := range []store.ScanFilter{
+		{States: []store.State{store.StateStopping}},
+		{States: []store.State{store.StateCreated, store.StateStarting}, NoUID: true},
+	} {
+		err := e.Store.ScanLive(ctx, f, recoverPage, func(page []store.LiveRecord) error {
+			for _, w := range page {
+				add(w.Workload)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	deleted, err := e.Store.UnconfirmedDeletes(ctx)
 	if err != nil {

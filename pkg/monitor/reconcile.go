@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -56,16 +57,18 @@ type ReconcileOptions struct {
 //  1. pods, then ReplicaSets: one watch-list each per scope (a namespace,
 //     or all), label-filtered; of each pod only its owner's newest pod
 //     status and newest failed termination are kept (pod reasons, exit codes);
-//  2. each workload kind: one watch-list per scope; each object is mapped
-//     (runtime.Observe) as it arrives and dropped; every batch of
-//     batchSize objects reads its records (one query), takes their leases,
-//     records the observations (one ApplyBatch) and releases the leases.
+//  2. the workload kinds at once, each one watch-list per scope; each object
+//     is mapped (runtime.Observe) as it arrives and dropped; every batch of
+//     batchSize objects goes to one writer, which reads their records' heads
+//     (one query), takes their leases, records the observations (one
+//     ApplyBatch) and releases the leases while the streams go on.
 //     Of each object with a record only a 64-bit hash of its key is kept;
-//  3. the records whose object was not streamed are read page by page; for
-//     the namespaces that have any, one metadata-only watch-list (no
-//     label selector) tells which still exist: an object whose label was
-//     removed is not deleted, one with another UID is not the recorded
-//     one. The rest are recorded ContainerDeleted, a page at a time.
+//  3. when fewer records of a kind were streamed than were live at the
+//     start, the records whose object was not streamed are read page by
+//     page; for the namespaces that have any, one metadata-only watch-list
+//     (no label selector) tells which still exist: an object whose label was
+//     removed is not deleted, one with another UID is not the recorded one.
+//     The rest are recorded ContainerDeleted, a page at a time.
 //
 // Records changed after the pass began are left to the monitors that
 // changed them. A record leased by a live process is skipped (see Options.Once).
@@ -79,7 +82,7 @@ func Reconcile(ctx context.Context, c kubernetes.Interface, st *store.Store, o R
 	if o.ClusterWide <= 0 {
 		o.ClusterWide = DefaultClusterWide
 	}
-	r := &reconciler{c: c, st: st, o: o, started: time.Now(), notes: map[types.UID]*podNote{}, seen: map[uint64]struct{}{}}
+	r := &reconciler{c: c, st: st, o: o, started: time.Now(), notes: map[types.UID]*podNote{}, seen: map[uint64]struct{}{}, seenLive: map[string]int{}}
 	if o.Metadata != nil {
 		r.meta = metadataLister(o.Metadata, o.SyncTimeout)
 	} else {
@@ -98,7 +101,11 @@ type reconciler struct {
 
 	notes map[types.UID]*podNote // by controller UID: a Job, a ReplicaSet, then its Deployment
 	seen  map[uint64]struct{}    // keyHash of the objects streamed that have a record
-	sum   Summary
+	// seenLive counts, by kind, the records of the objects in seen that
+	// were live when the pass began: when it reaches the number of such
+	// records, none can be absent and none is read again.
+	seenLive map[string]int
+	sum      Summary
 }
 
 // podNote is what the pods of one controller say: the newest pod's status
@@ -126,6 +133,7 @@ func (r *reconciler) run(ctx context.Context) error {
 		return fmt.Errorf("monitor: %w", err)
 	}
 	nsOf := map[string]map[string]bool{} // kind -> namespaces
+	want := map[string]int{}             // kind -> records live at the start
 	all := map[string]bool{}
 	others := false
 	for _, sc := range scopes {
@@ -141,6 +149,7 @@ func (r *reconciler) run(ctx context.Context) error {
 		}
 		nsOf[sc.Kind][sc.Namespace] = true
 		all[sc.Namespace] = true
+		want[sc.Kind] += sc.Count
 	}
 	if others && r.o.OnSkip != nil {
 		if err := r.skipOthers(ctx); err != nil {
@@ -161,31 +170,107 @@ func (r *reconciler) run(ctx context.Context) error {
 			return err
 		}
 	}
-	for _, kind := range slices.Sorted(maps.Keys(nsOf)) {
-		b := &batch{kind: kind}
-		err := r.each(ctx, kind, slices.Sorted(maps.Keys(nsOf[kind])), clusterWide, func(obj any) error {
-			m, ok := obj.(metav1.Object)
-			if !ok {
-				return nil
-			}
-			o, ok := observe(obj)
-			b.items = append(b.items, streamed{ns: m.GetNamespace(), name: m.GetName(), uid: string(m.GetUID()), obs: o, ok: ok})
-			if len(b.items) >= batchSize {
-				return r.flush(ctx, b)
-			}
-			return nil
-		})
-		if err == nil {
-			err = r.flush(ctx, b)
-		}
-		if err != nil {
-			return err
+	kinds := slices.Sorted(maps.Keys(nsOf))
+	if err := r.workloads(ctx, kinds, nsOf, clusterWide); err != nil {
+		return err
+	}
+	for _, kind := range kinds {
+		if r.seenLive[kind] >= want[kind] {
+			continue // every record live at the start was streamed: none is absent
 		}
 		if err := r.absent(ctx, kind); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// workloads streams every workload kind at once, each in its scopes, and
+// records what they say in one writer: a stream maps each object as it
+// arrives into a batch of batchSize, the writer records the full
+// batches one after the other (the store has one writer), so that the
+// decoding of one kind, the mapping and the database overlap. At most
+// len(kinds)+2 batches exist at a time.
+func (r *reconciler) workloads(ctx context.Context, kinds []string, nsOf map[string]map[string]bool, clusterWide bool) error {
+	gctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	run := func(fn func() error) { // the first error cancels the others
+		wg.Go(func() {
+			if err := fn(); err != nil {
+				once.Do(func() { first = err; cancel(err) })
+			}
+		})
+	}
+	full := make(chan *batch, 1)
+	free := make(chan *batch, len(kinds)+1)
+	next := func(kind string) *batch {
+		select {
+		case b := <-free:
+			b.kind = kind
+			return b
+		default:
+			return &batch{kind: kind, items: make([]streamed, 0, batchSize)}
+		}
+	}
+	send := func(b *batch) error {
+		select {
+		case full <- b:
+			return nil
+		case <-gctx.Done():
+			return context.Cause(gctx)
+		}
+	}
+	var streams sync.WaitGroup
+	for _, kind := range kinds {
+		streams.Add(1)
+		run(func() error {
+			defer streams.Done()
+			b := next(kind)
+			err := r.each(gctx, kind, slices.Sorted(maps.Keys(nsOf[kind])), clusterWide, func(obj any) error {
+				m, ok := obj.(metav1.Object)
+				if !ok {
+					return nil
+				}
+				o, ok := observe(obj)
+				b.items = append(b.items, streamed{ns: m.GetNamespace(), name: m.GetName(), uid: string(m.GetUID()), obs: o, ok: ok})
+				if len(b.items) < batchSize {
+					return nil
+				}
+				if err := send(b); err != nil {
+					return err
+				}
+				b = next(kind)
+				return nil
+			})
+			if err == nil && len(b.items) > 0 {
+				err = send(b)
+			}
+			return err
+		})
+	}
+	go func() {
+		streams.Wait()
+		close(full)
+	}()
+	run(func() error {
+		for b := range full {
+			if err := r.flush(gctx, b); err != nil {
+				return err
+			}
+			select {
+			case free <- b:
+			default:
+			}
+		}
+		return nil
+	})
+	wg.Wait()
+	return first
 }
 
 // each streams kind in every scope: all namespaces when clusterWide (one
@@ -302,7 +387,10 @@ type batch struct {
 // flush records one batch of streamed objects.
 func (r *reconciler) flush(ctx context.Context, b *batch) error {
 	items := b.items
-	b.items = b.items[:0]
+	defer func() {
+		clear(items) // no strings kept alive by a batch waiting for reuse
+		b.items = items[:0]
+	}()
 	if len(items) == 0 {
 		return nil
 	}
@@ -312,11 +400,11 @@ func (r *reconciler) flush(ctx context.Context, b *batch) error {
 			ids = append(ids, runtimeid.ID{Runtime: rt, Namespace: it.ns, Kind: b.kind, Name: it.name}.String())
 		}
 	}
-	recs, err := r.st.Records(ctx, ids)
+	recs, err := r.st.Heads(ctx, ids)
 	if err != nil {
 		return fmt.Errorf("monitor: %w", err)
 	}
-	live := r.liveOf(ctx, recs, ids)
+	live := r.liveOf(recs, ids)
 	leased, err := r.lease(ctx, live)
 	if err != nil {
 		return err
@@ -329,7 +417,7 @@ func (r *reconciler) flush(ctx context.Context, b *batch) error {
 	var ts []store.Transition
 	var uidOnly []string
 	for _, it := range items {
-		known := false
+		known, fromStart := false, 0
 		for _, rt := range r.o.Runtimes {
 			id := runtimeid.ID{Runtime: rt, Namespace: it.ns, Kind: b.kind, Name: it.name}.String()
 			w, ok := recs[id]
@@ -337,6 +425,9 @@ func (r *reconciler) flush(ctx context.Context, b *batch) error {
 				continue
 			}
 			known = true
+			if !w.UpdatedAt.After(r.started) {
+				fromStart++ // live when the pass began
+			}
 			if !isLeased[id] {
 				continue
 			}
@@ -357,8 +448,11 @@ func (r *reconciler) flush(ctx context.Context, b *batch) error {
 				}
 			}
 		}
-		if known {
-			r.seen[keyHash(b.kind, it.ns, it.name)] = struct{}{}
+		if h := keyHash(b.kind, it.ns, it.name); known {
+			if _, again := r.seen[h]; !again { // a stream tried again passes its objects again
+				r.seen[h] = struct{}{}
+				r.seenLive[b.kind] += fromStart
+			}
 		}
 	}
 	for i := 0; i < len(uidOnly); i += 2 {
@@ -366,7 +460,7 @@ func (r *reconciler) flush(ctx context.Context, b *batch) error {
 			return fmt.Errorf("monitor: %w", err)
 		}
 	}
-	return r.apply(ctx, recs, ts, leased)
+	return r.apply(ctx, func(id string) store.State { return recs[id].State }, ts, leased)
 }
 
 // enrich adds the exit code of the newest failed container to a job failure.
@@ -383,30 +477,21 @@ func (r *reconciler) enrich(kind, uid string, o Observation) Observation {
 }
 
 // liveOf keeps the IDs of ids whose record is not terminal and was made on
-// this cluster (or on none recorded).
-func (r *reconciler) liveOf(ctx context.Context, recs map[string]store.Workload, ids []string) []string {
+// this cluster (or on none recorded); the others of another cluster leave
+// recs (absent names them, OnSkip, with the unseen records).
+func (r *reconciler) liveOf(recs map[string]store.Head, ids []string) []string {
 	var live []string
 	for _, id := range ids {
-		if w, ok := recs[id]; ok && !w.State.Terminal() {
+		h, ok := recs[id]
+		switch {
+		case !ok || h.State.Terminal():
+		case r.o.Cluster != "" && h.Cluster != "" && h.Cluster != r.o.Cluster:
+			delete(recs, id)
+		default:
 			live = append(live, id)
 		}
 	}
-	if r.o.Cluster == "" || len(live) == 0 {
-		return live
-	}
-	cls, err := r.st.Clusters(ctx, live)
-	if err != nil {
-		return nil // nothing checked is nothing recorded; the next pass reads them again
-	}
-	kept := live[:0]
-	for _, id := range live {
-		if rec := cls[id]; rec != "" && rec != r.o.Cluster {
-			delete(recs, id) // absent names it (OnSkip) with the unseen records
-			continue
-		}
-		kept = append(kept, id)
-	}
-	return kept
+	return live
 }
 
 // lease takes the leases of ids it can; those a live process holds are
@@ -423,9 +508,9 @@ func (r *reconciler) lease(ctx context.Context, ids []string) ([]string, error) 
 	return leased, nil
 }
 
-// apply records ts (one transaction), counts what changed, calls OnEvent
-// and releases leased.
-func (r *reconciler) apply(ctx context.Context, before map[string]store.Workload, ts []store.Transition, leased []string) error {
+// apply records ts (one transaction), counts what changed (before is the
+// state of a record before the pass), calls OnEvent and releases leased.
+func (r *reconciler) apply(ctx context.Context, before func(id string) store.State, ts []store.Transition, leased []string) error {
 	defer func() {
 		if len(leased) > 0 {
 			_ = r.st.ReleaseLeases(context.WithoutCancel(ctx), r.o.Owner, leased...)
@@ -449,7 +534,7 @@ func (r *reconciler) apply(ctx context.Context, before map[string]store.Workload
 		}
 	}
 	for id, s := range after {
-		if s != before[id].State {
+		if s != before(id) {
 			r.sum.Changed++
 		}
 		if s.Terminal() {
@@ -543,7 +628,7 @@ func (r *reconciler) absent(ctx context.Context, kind string) error {
 				ts = append(ts, store.Transition{RuntimeID: id, Type: o.Type, UID: o.UID, Time: now})
 			}
 		}
-		return r.apply(ctx, before, ts, leased)
+		return r.apply(ctx, func(id string) store.State { return before[id].State }, ts, leased)
 	})
 }
 

@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -158,5 +159,65 @@ func TestReconcileRetriesTransientErrors(t *testing.T) {
 	}
 	if calls != 3 {
 		t.Errorf("%d job lists, want 3", calls)
+	}
+}
+
+// TestReconcileRetriedStreamCountsOnce: a stream cut after some objects is
+// read again and passes them again; they count once toward "every record
+// was streamed", so a record whose object is gone is still found absent
+// and recorded deleted.
+func TestReconcileRetriedStreamCountsOnce(t *testing.T) {
+	st := newStore(t)
+	seen, gone := jobID("ns", "task"), jobID("ns", "gone")
+	record(t, st, seen, "u1", store.StateCreated)
+	record(t, st, gone, "u2", store.StateCreated)
+	task := job("ns", "task", "u1", batchv1.JobStatus{Active: 1, Ready: ptr.To(int32(1))})
+	client := fake.NewClientset(task)
+	calls := 0
+	client.PrependReactor("list", "jobs", func(a k8stesting.Action) (bool, kruntime.Object, error) {
+		if a.(k8stesting.ListAction).GetListRestrictions().Labels.Empty() {
+			return false, nil, nil // the absence check
+		}
+		calls++
+		switch calls {
+		case 1: // a first page, then the stream is cut
+			return true, &batchv1.JobList{ListMeta: metav1.ListMeta{Continue: "next"}, Items: []batchv1.Job{*task}}, nil
+		case 2:
+			return true, nil, apierrors.NewInternalError(errors.New("etcd leader changed"))
+		}
+		return false, nil, nil
+	})
+	if _, err := Reconcile(t.Context(), client, st, ReconcileOptions{Owner: owner("a"), Runtimes: []string{runtimeid.RuntimeK8s}}); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 3 {
+		t.Errorf("%d labelled job lists, want 3 (the stream read again)", calls)
+	}
+	if s := state(t, st, seen); s != store.StateRunning {
+		t.Errorf("streamed job: %s, want running", s)
+	}
+	if s := state(t, st, gone); s != store.StateDeleted {
+		t.Errorf("job whose object is gone: %s, want deleted", s)
+	}
+}
+
+// TestReconcileStreamErrorStopsThePass: a kind whose stream fails for good
+// ends the pass with its error while the other kind streams at the same
+// time; nothing waits forever for the writer or for the other stream.
+func TestReconcileStreamErrorStopsThePass(t *testing.T) {
+	st := newStore(t)
+	record(t, st, jobID("ns", "task"), "u1", store.StateCreated)
+	record(t, st, deployID("ns", "web"), "u2", store.StateCreated)
+	client := fake.NewClientset(job("ns", "task", "u1", batchv1.JobStatus{Active: 1}),
+		deployment("ns", "web", "u2", 1, appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1}))
+	client.PrependReactor("list", "jobs", func(k8stesting.Action) (bool, kruntime.Object, error) {
+		return true, nil, apierrors.NewForbidden(batchv1.Resource("jobs"), "", errors.New("no"))
+	})
+	_, err := Reconcile(t.Context(), client, st, ReconcileOptions{Owner: owner("a"), Runtimes: []string{runtimeid.RuntimeK8s}})
+	if err == nil || !strings.Contains(err.Error(), `list jobs in namespace "ns" is forbidden`) {
+		t.Fatalf("Reconcile: %v, want the jobs' list forbidden", err)
+	}
+	if s := state(t, st, jobID("ns", "task")); s != store.StateCreated {
+		t.Errorf("job: %s, want created (not read)", s)
 	}
 }

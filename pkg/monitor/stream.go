@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -42,58 +43,42 @@ func listerFor(c kubernetes.Interface, kind, ns string) (lister, error) {
 	switch kind {
 	case runtimeid.KindJob:
 		r := c.BatchV1().Jobs(ns)
-		return lister{watch: r.Watch, list: func(ctx context.Context, o metav1.ListOptions) ([]any, string, error) {
-			l, err := r.List(ctx, o)
-			if err != nil {
-				return nil, "", err
-			}
-			out := make([]any, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out, l.Continue, nil
-		}}, nil
+		return lister{watch: r.Watch, list: pages(r.List)}, nil
 	case runtimeid.KindDeployment:
 		r := c.AppsV1().Deployments(ns)
-		return lister{watch: r.Watch, list: func(ctx context.Context, o metav1.ListOptions) ([]any, string, error) {
-			l, err := r.List(ctx, o)
-			if err != nil {
-				return nil, "", err
-			}
-			out := make([]any, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out, l.Continue, nil
-		}}, nil
+		return lister{watch: r.Watch, list: pages(r.List)}, nil
 	case kindPod:
 		r := c.CoreV1().Pods(ns)
-		return lister{watch: r.Watch, list: func(ctx context.Context, o metav1.ListOptions) ([]any, string, error) {
-			l, err := r.List(ctx, o)
-			if err != nil {
-				return nil, "", err
-			}
-			out := make([]any, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out, l.Continue, nil
-		}}, nil
+		return lister{watch: r.Watch, list: pages(r.List)}, nil
 	case kindReplicaSet:
 		r := c.AppsV1().ReplicaSets(ns)
-		return lister{watch: r.Watch, list: func(ctx context.Context, o metav1.ListOptions) ([]any, string, error) {
-			l, err := r.List(ctx, o)
-			if err != nil {
-				return nil, "", err
-			}
-			out := make([]any, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out, l.Continue, nil
-		}}, nil
+		return lister{watch: r.Watch, list: pages(r.List)}, nil
 	}
 	return lister{}, fmt.Errorf("monitor: no lister for kind %q", kind)
+}
+
+// pages makes a lister's list of a typed (or metadata-only) List: the
+// items of one page, each a pointer into the page (meta.ExtractList), and
+// the continue token.
+func pages[L interface {
+	kruntime.Object
+	metav1.ListInterface
+}](list func(context.Context, metav1.ListOptions) (L, error)) func(context.Context, metav1.ListOptions) ([]any, string, error) {
+	return func(ctx context.Context, o metav1.ListOptions) ([]any, string, error) {
+		l, err := list(ctx, o)
+		if err != nil {
+			return nil, "", err
+		}
+		objs, err := meta.ExtractList(l)
+		if err != nil {
+			return nil, "", err
+		}
+		out := make([]any, len(objs))
+		for i, o := range objs {
+			out[i] = o
+		}
+		return out, l.GetContinue(), nil
+	}
 }
 
 // stream calls fn with every object of the lister's resource that selector
@@ -237,17 +222,7 @@ func metadataLister(md metadata.Interface, idle time.Duration) metaLister {
 			return err
 		}
 		r := md.Resource(gvr).Namespace(ns)
-		l := lister{watch: r.Watch, list: func(ctx context.Context, o metav1.ListOptions) ([]any, string, error) {
-			l, err := r.List(ctx, o)
-			if err != nil {
-				return nil, "", err
-			}
-			out := make([]any, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out, l.Continue, nil
-		}}
+		l := lister{watch: r.Watch, list: pages(r.List)}
 		return stream(ctx, md, l, "", idle, func(o any) error {
 			m, err := meta.Accessor(o)
 			if err != nil {

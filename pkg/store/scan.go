@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"strings"
+	"time"
 )
 
 // LiveRecord is a non-terminal record as the monitor's reconcile pass reads
@@ -19,6 +20,10 @@ type ScanFilter struct {
 	Runtimes []string
 	// Kind keeps the records of this kind (all when "").
 	Kind string
+	// States keeps the records in these (non-terminal) states (all when empty).
+	States []State
+	// NoUID keeps the records with no object UID recorded.
+	NoUID bool
 }
 
 // Scope is one runtime, namespace, kind and recorded cluster that
@@ -82,6 +87,15 @@ func (s *Store) ScanLive(ctx context.Context, f ScanFilter, pageSize int, fn fun
 		where = append(where, "w.kind = ?")
 		fixed = append(fixed, f.Kind)
 	}
+	if len(f.States) > 0 {
+		where = append(where, "w.state IN ("+placeholders(len(f.States))+")")
+		for _, st := range f.States {
+			fixed = append(fixed, string(st))
+		}
+	}
+	if f.NoUID {
+		where = append(where, "w.uid = ''")
+	}
 	q := "SELECT " + cols + ", COALESCE(c.cluster, '') FROM workloads w LEFT JOIN clusters c ON c.runtime_id = w.runtime_id WHERE " +
 		strings.Join(where, " AND ") + " ORDER BY w.runtime_id LIMIT ?"
 	page := make([]LiveRecord, 0, pageSize)
@@ -120,4 +134,50 @@ func (s *Store) ScanLive(ctx context.Context, f ScanFilter, pageSize int, fn fun
 			return nil
 		}
 	}
+}
+
+// Head is what the reconcile pass reads of a record before it records what
+// its object says: its state, object UID, last change and the cluster it
+// was made on ("" when none is recorded).
+type Head struct {
+	State     State
+	UID       string
+	UpdatedAt time.Time
+	Cluster   string
+}
+
+// Heads reads the heads of the records of ids, by runtime ID; IDs with no
+// record are absent. One query whatever the number of IDs (one JSON array):
+// five columns, where Records and Clusters read every column of a record
+// and its cluster in two queries per 500 IDs.
+func (s *Store) Heads(ctx context.Context, ids []string) (map[string]Head, error) {
+	out := make(map[string]Head, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	list, err := jsonIDs(ids)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, "SELECT w.runtime_id, w.state, w.uid, w.updated_at, COALESCE(c.cluster, '')"+
+		" FROM workloads w LEFT JOIN clusters c ON c.runtime_id = w.runtime_id"+
+		" WHERE w.runtime_id IN (SELECT value FROM json_each(?))", list)
+	if err != nil {
+		return nil, s.fail("read workloads", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, state string
+		var h Head
+		var updated int64
+		if err := rows.Scan(&id, &state, &h.UID, &updated, &h.Cluster); err != nil {
+			return nil, s.fail("read workloads", err)
+		}
+		h.State, h.UpdatedAt = State(state), fromDB(updated)
+		out[id] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("read workloads", err)
+	}
+	return out, nil
 }

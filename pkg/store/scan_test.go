@@ -68,3 +68,73 @@ func TestScanLive(t *testing.T) {
 		t.Errorf("scopes (-want +got):\n%s", d)
 	}
 }
+
+// TestScanLiveStates: States and NoUID select in SQL the records of those
+// states and, with NoUID, only those with no object UID recorded.
+func TestScanLiveStates(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	mk := func(name string, st State, uid string) {
+		w := workload("ns", "job", name)
+		w.State, w.UID = st, uid
+		mustPut(t, s, w)
+	}
+	mk("created-nouid", StateCreated, "")
+	mk("created-uid", StateCreated, "u1")
+	mk("starting-nouid", StateStarting, "")
+	mk("running-nouid", StateRunning, "")
+	mk("stopping-uid", StateStopping, "u2")
+	scan := func(f ScanFilter) []string {
+		var got []string
+		if err := s.ScanLive(ctx, f, 2, func(page []LiveRecord) error {
+			for _, w := range page {
+				got = append(got, w.Name)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if d := cmp.Diff([]string{"stopping-uid"}, scan(ScanFilter{States: []State{StateStopping}})); d != "" {
+		t.Errorf("stopping (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"created-nouid", "starting-nouid"}, scan(ScanFilter{States: []State{StateCreated, StateStarting}, NoUID: true})); d != "" {
+		t.Errorf("created or starting without a UID (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"created-nouid", "running-nouid", "starting-nouid"}, scan(ScanFilter{NoUID: true})); d != "" {
+		t.Errorf("without a UID (-want +got):\n%s", d)
+	}
+}
+
+// TestHeads: the state, UID, last change and cluster of the records asked
+// for, in one query; an ID with no record is absent.
+func TestHeads(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	a, b := workload("ns", "job", "a"), workload("ns", "job", "b")
+	a.UID, b.State = "u-a", StateRunning
+	mustPut(t, s, a)
+	mustPut(t, s, b)
+	if err := s.SetCluster(ctx, b.RuntimeID, "https://b"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Heads(ctx, []string{a.RuntimeID, b.RuntimeID, "k8s-ns|job|none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Head{}
+	for id, cl := range map[string]string{a.RuntimeID: "", b.RuntimeID: "https://b"} {
+		w, err := s.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[id] = Head{State: w.State, UID: w.UID, UpdatedAt: w.UpdatedAt, Cluster: cl}
+	}
+	if want[a.RuntimeID].UID != "u-a" || want[b.RuntimeID].State != StateRunning {
+		t.Fatalf("records as put: %+v", want)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("heads (-want +got):\n%s", d)
+	}
+}
