@@ -21,7 +21,7 @@ type storeResult struct {
 // storeBenchmarks runs the store's benchmarks behind the writer and ps goals.
 func storeBenchmarks(ctx context.Context, root string) ([]storeResult, error) {
 	load := loadavg()
-	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "^(BenchmarkApplyBatch|BenchmarkPs10k|BenchmarkList10k)$",
+	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "^(BenchmarkApplyBatch|BenchmarkApplyBatchNoSpecs|BenchmarkPs10k|BenchmarkList10k)$",
 		"-count", "1", "./pkg/store/")
 	cmd.Dir = root
 	cmd.Stderr = os.Stderr

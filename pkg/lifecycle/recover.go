@@ -294,12 +294,12 @@ func (e *Engine) recoverGroup(ctx context.Context, rt, kind string, ids []string
 	if len(ts) == 0 {
 		return nil, nil
 	}
-	as, err := e.Store.ApplyBatch(ctx, ts)
+	as, err := e.Store.ApplyBatchNoSpecs(ctx, ts)
 	if errors.Is(err, store.ErrNotFound) {
 		// A record was removed meanwhile: the others one at a time.
 		as, err = nil, nil
 		for _, t := range ts {
-			a, aerr := e.Store.ApplyBatch(ctx, []store.Transition{t})
+			a, aerr := e.Store.ApplyBatchNoSpecs(ctx, []store.Transition{t})
 			switch {
 			case errors.Is(aerr, store.ErrNotFound):
 			case aerr != nil:

@@ -519,7 +519,7 @@ func (r *reconciler) apply(ctx context.Context, before func(id string) store.Sta
 	if len(ts) == 0 {
 		return nil
 	}
-	res, err := r.st.ApplyBatch(ctx, ts)
+	res, err := r.st.ApplyBatchNoSpecs(ctx, ts)
 	if errors.Is(err, store.ErrNotFound) {
 		res, _, err = applyEach(ctx, r.st, ts) // a record was removed meanwhile
 	}
@@ -669,7 +669,7 @@ func (r *reconciler) otherCluster(w store.LiveRecord) bool {
 // IDs no longer in the store (returned in gone).
 func applyEach(ctx context.Context, st *store.Store, ts []store.Transition) (res []store.Applied, gone []string, err error) {
 	for _, t := range ts {
-		r, err := st.ApplyBatch(ctx, []store.Transition{t})
+		r, err := st.ApplyBatchNoSpecs(ctx, []store.Transition{t})
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			if !slices.Contains(gone, t.RuntimeID) {

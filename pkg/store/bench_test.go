@@ -102,7 +102,13 @@ func benchList(b *testing.B, f Filter) {
 
 // BenchmarkApplyBatch applies b.N transitions (each recorded) in batches of
 // 250 over 500 workloads.
-func BenchmarkApplyBatch(b *testing.B) {
+func BenchmarkApplyBatch(b *testing.B) { benchApply(b, (*Store).ApplyBatch) }
+
+// BenchmarkApplyBatchNoSpecs is the same through ApplyBatchNoSpecs, the
+// form the monitors and recover record with.
+func BenchmarkApplyBatchNoSpecs(b *testing.B) { benchApply(b, (*Store).ApplyBatchNoSpecs) }
+
+func benchApply(b *testing.B, apply func(*Store, context.Context, []Transition) ([]Applied, error)) {
 	ctx := context.Background()
 	s, _ := openTest(b)
 	ids := fill(b, s, 500)
@@ -118,7 +124,7 @@ func BenchmarkApplyBatch(b *testing.B) {
 		ts = append(ts, Transition{RuntimeID: id, Type: typ, Message: "bench"})
 		next++
 		if len(ts) == batchSize || i == b.N-1 {
-			as, err := s.ApplyBatch(ctx, ts)
+			as, err := apply(s, ctx, ts)
 			if err != nil {
 				b.Fatal(err)
 			}

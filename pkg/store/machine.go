@@ -138,6 +138,18 @@ func (s *Store) Apply(ctx context.Context, t Transition) (Event, bool, error) {
 // and an update (docs/performance.md, "Store"). The write lock held from
 // BEGIN IMMEDIATE keeps other processes out between the read and the write.
 func (s *Store) ApplyBatch(ctx context.Context, ts []Transition) ([]Applied, error) {
+	return s.applyBatch(ctx, ts, true)
+}
+
+// ApplyBatchNoSpecs is ApplyBatch for a caller that reads only the states
+// and events of the result (the monitors, recover): every Applied's
+// Workload has a nil Spec, and the specs of the batch's records are never
+// decoded, which was about a tenth of ApplyBatch's CPU.
+func (s *Store) ApplyBatchNoSpecs(ctx context.Context, ts []Transition) ([]Applied, error) {
+	return s.applyBatch(ctx, ts, false)
+}
+
+func (s *Store) applyBatch(ctx context.Context, ts []Transition, specs bool) ([]Applied, error) {
 	for _, t := range ts {
 		if t.RuntimeID == "" {
 			return nil, errors.New("apply: empty runtime ID")
@@ -151,7 +163,7 @@ func (s *Store) ApplyBatch(ctx context.Context, ts []Transition) ([]Applied, err
 	}
 	var out []Applied
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := s.applyTx(ctx, tx, ts, s.now().UTC(), true)
+		res, err := s.applyTx(ctx, tx, ts, s.now().UTC(), specs)
 		out = res
 		return err
 	})

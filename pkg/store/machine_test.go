@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gobrave/kubectl-gobrave/pkg/spec"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -845,6 +848,65 @@ func TestApplyBatchRecordedBefore(t *testing.T) {
 		}
 		if w.State != want {
 			t.Errorf("%s: %s, want %s", id, w.State, want)
+		}
+	}
+}
+
+// TestApplyBatchNoSpecs: the same transitions through ApplyBatchNoSpecs and
+// ApplyBatch, on two stores filled alike, record the same events and
+// states; only the returned specs differ (nil without).
+func TestApplyBatchNoSpecs(t *testing.T) {
+	ctx := context.Background()
+	a, _ := openTest(t)
+	b, _ := openTest(t)
+	ids := fill(t, a, 20)
+	if got := fill(t, b, 20); !slices.Equal(got, ids) {
+		t.Fatalf("fill made %v and %v", ids, got)
+	}
+	var ts []Transition
+	for i, id := range ids {
+		ts = append(ts, Transition{RuntimeID: id, Type: StartRequested})
+		if i%2 == 0 {
+			ts = append(ts, Transition{RuntimeID: id, Type: ContainerStarted, UID: "u-" + id})
+		} else {
+			ts = append(ts, Transition{RuntimeID: id, Type: ContainerExited, Message: "out"})
+		}
+	}
+	with, err := a.ApplyBatch(ctx, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := b.ApplyBatchNoSpecs(ctx, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(with) != len(without) {
+		t.Fatalf("%d results with specs, %d without", len(with), len(without))
+	}
+	for i := range with {
+		w, o := with[i], without[i]
+		if len(w.Workload.Spec.Command) == 0 {
+			t.Fatalf("ApplyBatch returned %s without its spec", w.Workload.RuntimeID)
+		}
+		if o.Workload.Spec.Image != "" || o.Workload.Spec.Command != nil {
+			t.Fatalf("ApplyBatchNoSpecs returned a spec for %s: %+v", o.Workload.RuntimeID, o.Workload.Spec)
+		}
+		w.Workload.Spec, o.Workload.Spec = spec.ContainerSpec{}, spec.ContainerSpec{}
+		if !reflect.DeepEqual(w, o) {
+			t.Fatalf("result %d differs:\nApplyBatch        %+v\nApplyBatchNoSpecs %+v", i, w, o)
+		}
+	}
+	for _, id := range ids {
+		wa, err := a.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wb, err := b.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(wa, wb) {
+			t.Fatalf("records differ after the batch:\n%+v\n%+v", wa, wb)
 		}
 	}
 }
