@@ -86,7 +86,11 @@ func (s *scale) dbCopy() (string, error) {
 
 func runScale(ctx context.Context, o options, n int) (*scaleResult, error) {
 	t00 := time.Now()
-	l := loadShape{n: n, running: min(n, o.running), perNS: o.perNS}
+	running, err := runningOf(o.running, n)
+	if err != nil {
+		return nil, err
+	}
+	l := loadShape{n: n, running: running, nss: o.nss}
 	lat := o.latencyJobs
 	if o.skip["latency"] {
 		lat = 0
@@ -158,15 +162,20 @@ func runScale(ctx context.Context, o options, n int) (*scaleResult, error) {
 	res.created = time.Since(t0)
 	logf("N=%d: %d objects created in %s (%.0f/s); waiting for the controllers", n, n, secs(res.created), float64(n)/res.created.Seconds())
 	// Said before the wait, so that a run stopped while the controllers catch up reports it too.
-	res.held = fmt.Sprintf("%d deployments (%d at 1 replica, ready; %d scaled to 0) and %d jobs (%d running a held pod; %d suspended) labelled gobrave-workload, with the gobrave.dev/spec annotation, %s; the deployment controller adds one ReplicaSet per deployment (%d)",
-		l.perKind(), l.runPerKind(), l.idlePerKind(), l.perKind(), l.runPerKind(), l.idlePerKind(), l.where(), l.perKind())
+	res.held = fmt.Sprintf("%d deployments (%d at 1 replica, ready; %d scaled to 0) and %d jobs (%d running a held pod; %d suspended) labelled gobrave-workload, with the gobrave.dev/spec annotation, %s; the deployment controller adds one ReplicaSet per deployment (%d); %d pods",
+		l.perKind(), l.runPerKind(), l.idlePerKind(), l.perKind(), l.runPerKind(), l.idlePerKind(), l.where(), l.perKind(), l.running)
 	if o.pauseIdle {
-		res.held = fmt.Sprintf("%d deployments (%d at 1 replica, ready; %d scaled to 0 and paused, without a progress deadline) and %d jobs (%d running a held pod; %d suspended) labelled gobrave-workload, with the gobrave.dev/spec annotation, %s; the deployment controller adds a ReplicaSet to each deployment not paused (%d)",
-			l.perKind(), l.runPerKind(), l.idlePerKind(), l.perKind(), l.runPerKind(), l.idlePerKind(), l.where(), l.runPerKind())
+		res.held = fmt.Sprintf("%d deployments (%d at 1 replica, ready; %d scaled to 0 and paused, without a progress deadline) and %d jobs (%d running a held pod; %d suspended) labelled gobrave-workload, with the gobrave.dev/spec annotation, %s; the deployment controller adds a ReplicaSet to each deployment not paused (%d); %d pods",
+			l.perKind(), l.runPerKind(), l.idlePerKind(), l.perKind(), l.runPerKind(), l.idlePerKind(), l.where(), l.runPerKind(), l.running)
+	}
+	if lat > 0 {
+		res.held += fmt.Sprintf("; for the monitor phase only (after recover, limit, get and ps), %d more jobs with a held pod each in namespace %s", lat, nss[0])
 	}
 	res.setup = append(res.setup,
 		fmt.Sprintf("%d objects created with client-go (%d workers, QPS/burst 2000) in %s: %.0f objects/s", n, o.workers, secs(res.created), float64(n)/res.created.Seconds()))
-	st, err := waitSettled(ctx, c, l, 60*time.Minute)
+	// The paused load settled 68 s after the last create at 100,000 (docs/bench-2026-12-01-n100000.md):
+	// a wait far longer than that would only eat the run's budget when something is wrong.
+	st, err := waitSettled(ctx, c, l, settleTimeout(n))
 	if err != nil {
 		return res, err
 	}
@@ -208,6 +217,12 @@ func runScale(ctx context.Context, o options, n int) (*scaleResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// settleTimeout is how long runScale waits for the controllers after the last create: 10 minutes,
+// plus 3 ms an object (15 minutes at 100,000).
+func settleTimeout(n int) time.Duration {
+	return 10*time.Minute + time.Duration(n)*3*time.Millisecond
 }
 
 // medianRow turns repeated runs into a row: the median wall time (with its run's CPU, requests and
