@@ -44,6 +44,7 @@ type options struct {
 	plugin      string
 	out         string
 	reps        int
+	slowOnce    time.Duration
 	latencyJobs int
 	running     string
 	nss         int
@@ -77,6 +78,7 @@ func main() {
 	flag.StringVar(&o.plugin, "plugin", "bin/kubectl-gobrave", "the built plugin (make build)")
 	flag.StringVar(&o.out, "out", "", "also write the markdown report to this file")
 	flag.IntVar(&o.reps, "reps", 3, "runs of each plugin and kubectl measurement (the median is reported)")
+	flag.DurationVar(&o.slowOnce, "slow-once", time.Minute, "kubectl get runs once when its first run takes longer than this (0: always -reps times)")
 	flag.IntVar(&o.latencyJobs, "latency-jobs", 1000, "jobs released at once for the event-to-database latency (0: skip)")
 	flag.StringVar(&o.running, "running", "1%", "workloads with a running pod (half deployments at 1 replica, half held jobs), a share of N (1%) or a number; the rest have none")
 	flag.IntVar(&o.nss, "namespaces", 100, "namespaces bench-000, bench-001, ... the load spreads over, the same at every N (at most N/2; 0 or 1: all in namespace bench)")
