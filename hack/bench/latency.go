@@ -22,8 +22,9 @@ import (
 
 // dist is a latency distribution.
 type dist struct {
-	n              int
-	p50, p99, maxd time.Duration
+	n                    int
+	mind, p50, p99, maxd time.Duration
+	neg                  int // samples below 0: the later clock saw it first
 }
 
 func distOf(ds []time.Duration) dist {
@@ -36,7 +37,8 @@ func distOf(ds []time.Duration) dist {
 		i := int(p*float64(len(s))+0.5) - 1 // nearest rank
 		return s[min(max(i, 0), len(s)-1)]
 	}
-	return dist{n: len(s), p50: q(0.50), p99: q(0.99), maxd: s[len(s)-1]}
+	neg, _ := slices.BinarySearch(s, 0)
+	return dist{n: len(s), mind: s[0], p50: q(0.50), p99: q(0.99), maxd: s[len(s)-1], neg: neg}
 }
 
 // latencyResult is the event-to-database phase.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -18,29 +20,53 @@ import (
 	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
 
-// The load of one N, sized for a 2-core control plane: N gobrave workloads, N/2 deployments
-// svc-NNNNNN and N/2 jobs task-NNNNNN, built by runtime.Build as `create` builds them (the
-// gobrave-workload label, the gobrave.dev/spec annotation). Only a slice runs pods: the first R/2 of
-// each kind (R = min(N, -running)), deployments at 1 replica and held jobs (docs/testing.md). The
-// rest have none: deployments scaled to 0 (what `stop` does) and jobs created suspended (what
-// `pause` does, and Kueue).
+// The load of one N, sized for a 2-core control plane and the same shape at every N, so that the
+// curves compare like with like: N gobrave workloads, N/2 deployments svc-NNNNNN and N/2 jobs
+// task-NNNNNN, built by runtime.Build as `create` builds them (the gobrave-workload label, the
+// gobrave.dev/spec annotation). Only a slice runs pods: R = running (by default 1% of N, see
+// runningOf), the first R/2 of each kind, deployments at 1 replica and held jobs (docs/testing.md).
+// The rest have none: deployments scaled to 0 (what `stop` does; with -pause-idle, the default,
+// also paused: see createLoad) and jobs created suspended (what `pause` does, and Kueue).
 //
-// The load is spread over namespaces, perNS objects in each (0: all in one): the deployment
-// controller's sync of a deployment lists its namespace's ReplicaSets, so with every object in one
-// namespace its work grows with N² and 100,000 never settles (docs/performance.md). One namespace is
-// named bench, as before; more are bench-000, bench-001, ... Workload pair i (svc-i, task-i) goes to
-// namespace i mod K, so each namespace holds the same share of running and idle workloads.
+// The load is spread over K namespaces (-namespaces, 100 by default, whatever N): workload pair i
+// (svc-i, task-i) goes to namespace bench-(i mod K), so each holds N/K objects and the plugin, the
+// limit program and kubectl read them the same way at every N (cluster-wide above
+// monitor.DefaultClusterWide namespaces). With one namespace (K <= 1) it is named bench, as before.
+// Why spread: the deployment controller's sync of a deployment lists its namespace's ReplicaSets,
+// so with every object in one namespace its work grows with N² and 100,000 never settles
+// (docs/performance.md). K never exceeds the N/2 pairs: no namespace is empty.
 type loadShape struct {
 	n, running int
-	perNS      int
+	nss        int // namespaces (0 or 1: all in namespace bench)
+}
+
+// runningOf parses -running: a share of N ("1%") or a number of workloads ("1000"), rounded down
+// to even (half deployments, half jobs) and capped at N.
+func runningOf(v string, n int) (int, error) {
+	var r int
+	if p, ok := strings.CutSuffix(strings.TrimSpace(v), "%"); ok {
+		f, err := strconv.ParseFloat(p, 64)
+		if err != nil || f < 0 || f > 100 {
+			return 0, fmt.Errorf("-running wants a share of N from 0%% to 100%% or a number of workloads, got %q", v)
+		}
+		r = int(f * float64(n) / 100)
+	} else {
+		x, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || x < 0 {
+			return 0, fmt.Errorf("-running wants a share of N from 0%% to 100%% or a number of workloads, got %q", v)
+		}
+		r = x
+	}
+	r = min(r, n)
+	return r - r%2, nil
 }
 
 // nsCount is the number of namespaces the load spreads over.
 func (l loadShape) nsCount() int {
-	if l.perNS <= 0 || l.n <= l.perNS {
+	if l.nss <= 1 {
 		return 1
 	}
-	return (l.n + l.perNS - 1) / l.perNS
+	return max(1, min(l.nss, l.perKind()))
 }
 
 // namespaces are the load's namespaces.

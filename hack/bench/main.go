@@ -1,7 +1,8 @@
 // Command bench is the scale benchmark of `make bench` (docs/performance.md). For each N it starts a
 // kwok control plane of its own with an audit log (hack/cluster-up.sh --audit-log), creates N gobrave
-// workloads with client-go (N/2 deployments, N/2 jobs; only a slice of -running runs pods, the rest
-// are deployments scaled to 0 and suspended jobs; -per-namespace objects in each namespace), records them in a state database with pkg/store,
+// workloads with client-go (N/2 deployments, N/2 jobs; only a slice of -running, 1% of N, runs pods,
+// the rest are deployments scaled to 0 and paused and suspended jobs; over -namespaces namespaces,
+// 100 at every N: the same load shape at every N), records them in a state database with pkg/store,
 // then measures, side by side in the same run and as real processes:
 //
 //   - `recover --once` of the plugin (every record changed while nothing watched);
@@ -43,9 +44,10 @@ type options struct {
 	plugin      string
 	out         string
 	reps        int
+	slowOnce    time.Duration
 	latencyJobs int
-	running     int
-	perNS       int
+	running     string
+	nss         int
 	pauseIdle   bool
 	workers     int
 	syncs       int
@@ -76,10 +78,11 @@ func main() {
 	flag.StringVar(&o.plugin, "plugin", "bin/kubectl-gobrave", "the built plugin (make build)")
 	flag.StringVar(&o.out, "out", "", "also write the markdown report to this file")
 	flag.IntVar(&o.reps, "reps", 3, "runs of each plugin and kubectl measurement (the median is reported)")
+	flag.DurationVar(&o.slowOnce, "slow-once", time.Minute, "kubectl get runs once when its first run takes longer than this (0: always -reps times)")
 	flag.IntVar(&o.latencyJobs, "latency-jobs", 1000, "jobs released at once for the event-to-database latency (0: skip)")
-	flag.IntVar(&o.running, "running", 1000, "workloads with a running pod (half deployments at 1 replica, half held jobs); the rest have none")
-	flag.IntVar(&o.perNS, "per-namespace", 1000, "objects per namespace: N/per-namespace namespaces bench-000, bench-001, ... (0, or N <= per-namespace: all in namespace bench)")
-	flag.BoolVar(&o.pauseIdle, "pause-idle", false, "create the deployments at 0 also paused, without a progress deadline (mapped the same; no ReplicaSets; the controller settles them with one write each)")
+	flag.StringVar(&o.running, "running", "1%", "workloads with a running pod (half deployments at 1 replica, half held jobs), a share of N (1%) or a number; the rest have none")
+	flag.IntVar(&o.nss, "namespaces", 100, "namespaces bench-000, bench-001, ... the load spreads over, the same at every N (at most N/2; 0 or 1: all in namespace bench)")
+	flag.BoolVar(&o.pauseIdle, "pause-idle", true, "create the deployments at 0 also paused, without a progress deadline (mapped the same; no ReplicaSets; the controller settles them with one write each); false: the controller makes a ReplicaSet for each, which 100,000 does not settle on 2 cores")
 	flag.IntVar(&o.workers, "workers", 128, "concurrent creates")
 	flag.IntVar(&o.syncs, "controller-syncs", 50, "the controller manager's concurrent deployment, replica set and job syncs (hack/cluster-up.sh --controller-syncs)")
 	flag.StringVar(&o.limitMode, "limit-mode", "watch-list", "the limit program: watch-list (sendInitialEvents) or list (paginated)")
@@ -110,8 +113,12 @@ func main() {
 	if _, err := os.Stat(filepath.Join(o.root, "hack", "cluster-up.sh")); err != nil {
 		fatal(fmt.Errorf("run from the repository root: %w", err))
 	}
-	if o.perNS < 0 {
-		fmt.Fprintf(os.Stderr, "bench: -per-namespace wants 0 (one namespace) or more, got %d\n", o.perNS)
+	if o.nss < 0 {
+		fmt.Fprintf(os.Stderr, "bench: -namespaces wants 0 (one namespace) or more, got %d\n", o.nss)
+		os.Exit(2)
+	}
+	if _, err := runningOf(o.running, 2); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(2)
 	}
 	if o.plugin, err = filepath.Abs(o.plugin); err != nil {
@@ -175,7 +182,15 @@ func run(o options) int {
 			logf("charts: %v", err)
 			rep.errors = append(rep.errors, fmt.Sprintf("charts: %v", err))
 		}
-		rep.charts = files
+		// The report links them relative to its own folder, so they show where it is kept.
+		for _, f := range files {
+			if o.out != "" {
+				if rel, err := filepath.Rel(filepath.Dir(o.out), f); err == nil {
+					f = rel
+				}
+			}
+			rep.charts = append(rep.charts, f)
+		}
 	}
 	md := rep.markdown()
 	fmt.Print(md)

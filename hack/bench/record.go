@@ -14,18 +14,23 @@ import (
 // database, as runScale does after creating them: for measuring by hand on a cluster the driver
 // left up or could not finish settling.
 //
-//	go run ./hack/bench record -kubeconfig K -n 100000 -running 1000 -per-namespace 1000 -state-db /tmp/x/state.db
+//	go run ./hack/bench record -kubeconfig K -n 100000 -running 1% -namespaces 100 -state-db /tmp/x/state.db
 func recordMain(args []string) int {
 	fs := flag.NewFlagSet("record", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig")
 	n := fs.Int("n", 0, "workloads of the load")
-	running := fs.Int("running", 1000, "workloads with pods")
-	perNS := fs.Int("per-namespace", 1000, "objects per namespace, as the driver's -per-namespace (0: all in namespace bench)")
+	running := fs.String("running", "1%", "workloads with pods, as the driver's -running (a share of N or a number)")
+	nss := fs.Int("namespaces", 100, "namespaces, as the driver's -namespaces (0 or 1: all in namespace bench)")
 	db := fs.String("state-db", "", "the new state database")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if err := record2(context.Background(), *kubeconfig, loadShape{n: *n, running: min(*n, *running), perNS: *perNS}, *db); err != nil {
+	r, err := runningOf(*running, *n)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "record: %v\n", err)
+		return 2
+	}
+	if err := record2(context.Background(), *kubeconfig, loadShape{n: *n, running: r, nss: *nss}, *db); err != nil {
 		fmt.Fprintf(os.Stderr, "record: %v\n", err)
 		return 1
 	}

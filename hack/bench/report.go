@@ -195,7 +195,7 @@ func (s *scaleResult) markdown(w func(string, ...any)) {
 	if l := s.latency; l != nil {
 		w("### `monitor --all --follow`: event to database, %d jobs released in %s (completions seen over %s)\n\n", l.jobs, secs(l.release), secs(l.completions))
 		w("The monitor first recorded the %d changes of the N + %d records in %s (from its start to its line of the last one).\n\n", s.n+l.jobs, l.jobs, secs(l.initial))
-		w("| from → to | n | p50 | p99 | max |\n| --- | --- | --- | --- | --- |\n")
+		w("| from → to | n | min | p50 | p99 | max | below 0 |\n| --- | --- | --- | --- | --- | --- | --- |\n")
 		for _, d := range []struct {
 			label string
 			d     dist
@@ -206,9 +206,10 @@ func (s *scaleResult) markdown(w func(string, ...any)) {
 			{"benchmark's watch first sees Complete → monitor prints the event (after the commit)", l.lineFromWatch},
 			{"bias: `lastTransitionTime` → benchmark's watch", l.condToWatch},
 		} {
-			w("| %s | %d | %s | %s | %s |\n", d.label, d.d.n, ms3(d.d.p50), ms3(d.d.p99), ms3(d.d.maxd))
+			w("| %s | %d | %s | %s | %s | %s | %d |\n", d.label, d.d.n, ms3(d.d.mind), ms3(d.d.p50), ms3(d.d.p99), ms3(d.d.maxd), d.d.neg)
 		}
 		w("\n")
+		w("The two clocks are this machine's, but the benchmark's watch is a process competing for the same CPUs as the monitor: when the monitor's watch delivers first, a delay is below 0 (column \"below 0\"), and the watch-based figures are a lower bound by the watch's own lag. The `lastTransitionTime`-based rows bound it from above (whole seconds, 0–1 s late).\n\n")
 		m := l.monitor
 		w("- `monitor --all --follow` during the phase: %d requests (%d per object): %s; peak RSS %s MiB, CPU %.1f s; it printed the last exit %s after the benchmark's watch saw the last completion.\n",
 			len(m.Requests), perObjectCount(m.Requests), summarize(m.Requests), mib(m.MaxRSS), m.CPU.Seconds(), ms3(l.monitorLast))
