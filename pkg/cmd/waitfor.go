@@ -248,6 +248,7 @@ type monitorSet struct {
 
 	mu    sync.Mutex
 	mons  map[string]*monitor.Monitor
+	nss   map[string]int // namespaces of the IDs to come, by context (expect)
 	total monitor.Summary
 	errs  []error
 	wg    sync.WaitGroup
@@ -315,6 +316,7 @@ func (s *monitorSet) add(ws []store.Workload) error {
 			return err
 		}
 		mopts := s.opts
+		mopts.Namespaces = s.nss[c]
 		mopts.Owner.ID = fmt.Sprintf("%s/%s", s.opts.Owner.ID, c) // one lease owner per monitor
 		m := monitor.New(client, s.st, mopts)
 		m.Add(groups[c]...)
@@ -337,6 +339,29 @@ func (s *monitorSet) add(ws []store.Workload) error {
 	return nil
 }
 
+// expect tells the monitors to come how many namespaces the records of
+// scopes span in each context, before their IDs are added page by page.
+func (s *monitorSet) expect(scopes []store.Scope) error {
+	nss := map[string]map[string]bool{}
+	for _, sc := range scopes {
+		c, err := s.f.ContextFor(sc.Runtime)
+		if err != nil {
+			return err
+		}
+		if nss[c] == nil {
+			nss[c] = map[string]bool{}
+		}
+		nss[c][sc.Namespace] = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nss = map[string]int{}
+	for c, m := range nss {
+		s.nss[c] = len(m)
+	}
+	return nil
+}
+
 // wait waits for every monitor to return and sums them up.
 func (s *monitorSet) wait() (monitor.Summary, error) {
 	s.wg.Wait()
@@ -350,6 +375,9 @@ func (s *monitorSet) wait() (monitor.Summary, error) {
 // looks for IDs that became non-terminal since it began.
 const discoverInterval = time.Second
 
+// liveScanPage is the page of records runMonitorsDiscovering reads at a time.
+const liveScanPage = 1000
+
 // runMonitorsDiscovering is runMonitors for `monitor --all --follow` and
 // `recover` without --once: it also picks up the IDs that become
 // non-terminal after it started, whatever the event (created, started again,
@@ -362,22 +390,28 @@ func (f *Factory) runMonitorsDiscovering(ctx context.Context, st *store.Store, o
 	if err != nil {
 		return monitor.Summary{}, 0, err
 	}
-	ws, err := st.List(ctx, store.Filter{NoSpec: true})
+	scopes, err := st.LiveScopes(ctx)
 	if err != nil {
 		return monitor.Summary{}, 0, err
 	}
-	var live []store.Workload
-	for _, w := range ws {
-		if !w.State.Terminal() {
-			live = append(live, w)
-		}
-	}
 	set := f.newMonitorSet(ctx, st, opts)
-	// The records are not kept while following (the monitors keep what
-	// they need of each ID): at 100,000 they would be tens of MiB.
-	n := len(live)
-	err = set.add(live)
-	ws, live = nil, nil
+	// The IDs are given page by page, and the records are not kept (the
+	// monitors keep what they need of each ID): at 100,000 the records
+	// would be about 100 MiB. The monitors learn the namespaces first, so
+	// that they choose cluster-wide informers from the first page.
+	if err := set.expect(scopes); err != nil {
+		set.stop()
+		return monitor.Summary{}, 0, err
+	}
+	n := 0
+	err = st.ScanLive(ctx, store.ScanFilter{}, liveScanPage, func(page []store.LiveRecord) error {
+		ws := make([]store.Workload, len(page))
+		for i := range page {
+			ws[i] = page[i].Workload
+		}
+		n += len(ws)
+		return set.add(ws)
+	})
 	if err != nil {
 		set.stop()
 		return monitor.Summary{}, n, err

@@ -9,11 +9,18 @@ import (
 	"slices"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/informers"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	batchinformers "k8s.io/client-go/informers/batch/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 
@@ -48,25 +55,29 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 		f = informers.NewSharedInformerFactoryWithOptions(m.client, 0, opts...)
 		m.factories[fns] = f
 	}
-	k, err := runtime.KindOf(kind)
-	if err != nil {
+	if _, err := runtime.KindOf(kind); err != nil {
 		return nil, fmt.Errorf("monitor: %w", err)
 	}
 	if err := m.podInformersFor(ctx, f, fns, kind); err != nil {
 		return nil, fmt.Errorf("monitor: set up the pod informers: %w", err)
 	}
-	si := k.Informer(f)
+	si := informerOf(f, kind, fns)
 	infCtx, stop := context.WithCancel(ctx)
 	inf := &informer{namespace: fns, kind: kind, inf: si, stop: stop}
+	if err := si.SetTransform(inf.transform); err != nil {
+		return nil, fmt.Errorf("monitor: set up the %s informer: %w", kind, err)
+	}
 
 	denied, err := watchErrors(si, inf)
 	if err != nil {
 		return nil, fmt.Errorf("monitor: set up the %s informer: %w", kind, err)
 	}
-	_, err = si.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { m.onObject(kind, obj, false) },
-		UpdateFunc: func(_, obj any) { m.onObject(kind, obj, false) },
-		DeleteFunc: func(obj any) { m.onObject(kind, obj, true) },
+	// Each handled object is progress too (waitSynced): the handlers wait
+	// for the writer (enqueueWait), and the sync waits for the handlers.
+	inf.reg, err = si.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { inf.touch(); m.onObject(kind, obj, false) },
+		UpdateFunc: func(_, obj any) { inf.touch(); m.onObject(kind, obj, false) },
+		DeleteFunc: func(obj any) { inf.touch(); m.onObject(kind, obj, true) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("monitor: set up the %s informer: %w", kind, err)
@@ -86,6 +97,33 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 		}
 	}()
 	return inf, nil
+}
+
+// informerOf is factory f's informer of kind (a workload kind, pod or
+// replicaset) in namespace ns ("" all), label-filtered, with no index: the
+// factory's default one, by namespace, is a set of every key (about 90
+// bytes an object) that nothing here reads. Pods and ReplicaSets get the
+// byWorkload index (podInformersFor).
+func informerOf(f informers.SharedInformerFactory, kind, ns string) cache.SharedIndexInformer {
+	tweak := func(o *metav1.ListOptions) { o.LabelSelector = WorkloadLabel }
+	none := cache.Indexers{}
+	switch kind {
+	case runtimeid.KindDeployment:
+		return f.InformerFor(&appsv1.Deployment{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+			return appsinformers.NewFilteredDeploymentInformer(c, ns, resync, none, tweak)
+		})
+	case runtimeid.KindJob:
+		return f.InformerFor(&batchv1.Job{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+			return batchinformers.NewFilteredJobInformer(c, ns, resync, none, tweak)
+		})
+	case kindReplicaSet:
+		return f.InformerFor(&appsv1.ReplicaSet{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+			return appsinformers.NewFilteredReplicaSetInformer(c, ns, resync, none, tweak)
+		})
+	}
+	return f.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewFilteredPodInformer(c, ns, resync, none, tweak)
+	})
 }
 
 // scope is the namespace of the informer serving kind in namespace: "" when
@@ -148,16 +186,21 @@ func watchErrors(si cache.SharedIndexInformer, inf *informer) (<-chan error, err
 	return denied, err
 }
 
-// waitSynced waits for the informer's cache, at most Options.SyncTimeout.
-// When it has not synced a moment before that (probeBudget) and the
-// reflector has reported no error, one probe list runs meanwhile to learn
-// why, so that the error carries the cause and is still on time.
+// waitSynced waits for the informer's cache to sync, for as long as its
+// initial list makes progress: it fails when no object has arrived for
+// Options.SyncTimeout (a progress budget, not a total one: at 100,000
+// objects a cluster-wide watch-list on a loaded server takes longer than
+// any fixed budget, while a server that stops answering still fails within
+// SyncTimeout). When the list has been quiet a moment before that
+// (probeBudget) and the reflector has reported no error, one probe list
+// runs meanwhile to learn why, so that the error carries the cause and is
+// still on time.
 func (m *Monitor) waitSynced(ctx context.Context, inf *informer, denied <-chan error) error {
-	budget := probeBudget(m.opts.SyncTimeout)
-	timer := time.NewTimer(m.opts.SyncTimeout)
+	idle := m.opts.SyncTimeout
+	budget := probeBudget(idle)
+	inf.touch() // the wait starts as progress
+	timer := time.NewTimer(idle - budget)
 	defer timer.Stop()
-	probeAt := time.NewTimer(m.opts.SyncTimeout - budget)
-	defer probeAt.Stop()
 	probed := make(chan error, 1)
 	resource := inf.kind + "s"
 	where, canI := fmt.Sprintf("in namespace %q", inf.namespace), fmt.Sprintf("-n %s", inf.namespace)
@@ -165,23 +208,38 @@ func (m *Monitor) waitSynced(ctx context.Context, inf *informer, denied <-chan e
 		where, canI = "in all namespaces", "--all-namespaces"
 	}
 	probing := false
+	// The handler's sync, not only the cache's: its initial events have
+	// been handled (observed and queued), so that snapshotAll, which runs
+	// next, finds them already observed instead of queueing them again.
+	synced := inf.inf.HasSyncedChecker().Done()
+	if inf.reg != nil {
+		synced = inf.reg.HasSyncedChecker().Done()
+	}
 	for {
 		select {
-		case <-inf.inf.HasSyncedChecker().Done():
+		case <-synced:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		case err := <-denied:
 			return fmt.Errorf("%s informer %s: list/watch %s is forbidden: %w: check access with 'kubectl auth can-i list %s %s' and 'kubectl auth can-i watch %s %s'",
 				inf.kind, where, resource, err, resource, canI, resource, canI)
-		case <-probeAt.C:
-			if inf.getLastErr() == nil {
-				// A watch-list request that fails is retried inside the
-				// reflector without reaching the error handler: ask once.
-				probing = true
-				go func() { probed <- m.probe(ctx, inf, budget) }()
-			}
 		case <-timer.C:
+			quiet := inf.quiet()
+			switch {
+			case quiet < idle-budget:
+				timer.Reset(idle - budget - quiet) // objects arrived meanwhile
+				continue
+			case quiet < idle:
+				if !probing && inf.getLastErr() == nil {
+					// A watch-list request that fails is retried inside the
+					// reflector without reaching the error handler: ask once.
+					probing = true
+					go func() { probed <- m.probe(ctx, inf, budget) }()
+				}
+				timer.Reset(idle - quiet)
+				continue
+			}
 			cause := ""
 			err := inf.getLastErr()
 			if err == nil && probing {
@@ -197,7 +255,7 @@ func (m *Monitor) waitSynced(ctx context.Context, inf *informer, denied <-chan e
 }
 
 // probeBudget is the time a probe gets: a quarter of the sync timeout, at
-// most 2 s, taken from its end.
+// most 2 s, taken from the end of the quiet time allowed.
 func probeBudget(syncTimeout time.Duration) time.Duration {
 	return min(syncTimeout/4, 2*time.Second)
 }
@@ -224,11 +282,11 @@ func (m *Monitor) onObject(kind string, obj any, deleted bool) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj, deleted = t.Obj, true
 	}
-	meta, ok := obj.(metav1.Object)
+	ns, name, _, ok := identity(obj)
 	if !ok {
 		return
 	}
-	key := kind + "|" + meta.GetNamespace() + "|" + meta.GetName()
+	key := kind + "|" + ns + "|" + name
 	now := time.Now()
 	m.mu.Lock()
 	var items []item
@@ -237,7 +295,7 @@ func (m *Monitor) onObject(kind string, obj any, deleted bool) {
 		items = m.observeLocked(sub, obj, deleted, now)
 	}
 	m.mu.Unlock()
-	m.enqueue(items...)
+	m.enqueueWait(items...)
 }
 
 // observeLocked turns what is known of sub's object into items for the
@@ -245,13 +303,12 @@ func (m *Monitor) onObject(kind string, obj any, deleted bool) {
 // (ContainerDeleted for the old UID) and a new one took the name; then the
 // object's own observation, unless it repeats the last one.
 func (m *Monitor) observeLocked(sub *subscription, obj any, deleted bool, at time.Time) (items []item) {
-	meta, ok := obj.(metav1.Object)
+	_, _, uid, ok := identity(obj)
 	if !ok {
 		return nil
 	}
-	uid := string(meta.GetUID())
 	add := func(o Observation) {
-		sub.last = o
+		sub.last = hashOf(o)
 		items = append(items, item{ids: slices.Clone(sub.ids), obs: o, at: at})
 	}
 	defer func() {
@@ -278,7 +335,7 @@ func (m *Monitor) observeLocked(sub *subscription, obj any, deleted bool, at tim
 		o, ok = observe(obj)
 	}
 	switch {
-	case ok && !o.Equal(sub.last):
+	case ok && hashOf(o) != sub.last:
 		add(o) // carries the UID to the store
 	case firstUID && uid != "":
 		items = append(items, item{ids: slices.Clone(sub.ids), setUID: uid, at: at})
@@ -289,10 +346,11 @@ func (m *Monitor) observeLocked(sub *subscription, obj any, deleted bool, at tim
 // goneLocked is the observation of sub's object not found.
 func (m *Monitor) goneLocked(sub *subscription, at time.Time) []item {
 	o := Deleted(types.UID(sub.uid))
-	if o.Equal(sub.last) {
+	h := hashOf(o)
+	if h == sub.last {
 		return nil
 	}
-	sub.last = o
+	sub.last = h
 	return []item{{ids: slices.Clone(sub.ids), obs: o, at: at}}
 }
 

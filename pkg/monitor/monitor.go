@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,6 +68,11 @@ type Options struct {
 	// starts, one cluster-wide (still label-filtered) informer per kind is
 	// used instead of one per namespace (default 10).
 	ClusterWide int
+	// Namespaces, when the IDs come in several Adds (page by page), is the
+	// number of namespaces they span in all: the choice between informers
+	// per namespace and cluster-wide ones, made once on the first IDs
+	// registered, counts it as well as theirs.
+	Namespaces int
 	// OnEvent, when set, is called from a single goroutine for every event
 	// this Monitor records, and for the events another process records for
 	// IDs this Monitor follows without holding their lease. It must not block
@@ -97,7 +103,7 @@ type Monitor struct {
 
 	mu         sync.Mutex
 	marked     map[string]runtimeid.ID // every ID added and not finished, by runtime ID
-	pending    []runtimeid.ID          // added, not yet registered by Run
+	pending    []string                // added, not yet registered by Run: marked's keys
 	subs       map[string]*subscription
 	passive    map[string]runtimeid.ID // followed through the store, leased by another process
 	held       map[string]bool         // leases this Monitor holds
@@ -116,9 +122,11 @@ type Monitor struct {
 
 	wake chan struct{} // Add, a finished ID or a GET done: the control loop looks again
 
-	qmu   sync.Mutex
-	queue []item
-	qwake chan struct{}
+	qmu     sync.Mutex
+	qcond   *sync.Cond // signalled when the writer took the queue, or stopped
+	queue   []item
+	qwake   chan struct{}
+	qclosed bool // the writer stopped: nothing waits for room any more
 
 	// Owned by Run's goroutine.
 	clusterWide bool
@@ -136,9 +144,9 @@ type Monitor struct {
 type subscription struct {
 	id          runtimeid.ID // kind, namespace and name
 	ids         []string
-	uid         string      // the object's UID once known
-	last        Observation // last enqueued, to skip repeats
-	podLast     Observation // last pod status enqueued (ContainerWaiting), to skip repeats
+	uid         string  // the object's UID once known
+	last        obsHash // last enqueued, to skip repeats
+	podLast     obsHash // last pod status enqueued (ContainerWaiting), to skip repeats
 	snapshotted bool
 	// outside: found by a confirming list but not by the label-filtered
 	// informer (its gobrave-workload label was removed); listed again at
@@ -165,7 +173,7 @@ func New(client kubernetes.Interface, st *store.Store, opts Options) *Monitor {
 	if opts.ClusterWide <= 0 {
 		opts.ClusterWide = DefaultClusterWide
 	}
-	return &Monitor{
+	m := &Monitor{
 		client:     client,
 		st:         st,
 		opts:       opts,
@@ -187,6 +195,8 @@ func New(client kubernetes.Interface, st *store.Store, opts Options) *Monitor {
 		syncCh:     make(chan syncResult),
 		sem:        make(chan struct{}, maxConfirm),
 	}
+	m.qcond = sync.NewCond(&m.qmu)
+	return m
 }
 
 // Add marks the IDs for monitoring (MarkIfNotMonitoring) and returns how many
@@ -201,7 +211,7 @@ func (m *Monitor) Add(ids ...runtimeid.ID) int {
 			continue
 		}
 		m.marked[s] = id
-		m.pending = append(m.pending, id)
+		m.pending = append(m.pending, s)
 		n++
 	}
 	m.mu.Unlock()
@@ -362,10 +372,14 @@ func (m *Monitor) register(ctx context.Context) error {
 		// Decided once, on the first IDs: informers are not moved later.
 		m.scoped = true
 		nss := map[string]bool{}
-		for _, id := range ids {
-			nss[id.Namespace] = true
+		m.mu.Lock()
+		for _, s := range ids {
+			if id, ok := m.marked[s]; ok {
+				nss[id.Namespace] = true
+			}
 		}
-		m.clusterWide = len(nss) > m.opts.ClusterWide
+		m.mu.Unlock()
+		m.clusterWide = max(len(nss), m.opts.Namespaces) > m.opts.ClusterWide
 	}
 
 	if !m.opts.Once {
@@ -373,11 +387,9 @@ func (m *Monitor) register(ctx context.Context) error {
 			return err
 		}
 	}
-	names := make([]string, len(ids))
-	for i, id := range ids {
-		names[i] = id.String()
-	}
-	live, uids, err := m.liveRecords(ctx, names)
+	// The IDs are marked's keys: the maps that follow (leases, states,
+	// subscriptions) share these strings instead of copies of their own.
+	live, uids, err := m.liveRecords(ctx, ids)
 	if err != nil {
 		return err
 	}
@@ -391,6 +403,12 @@ func (m *Monitor) register(ctx context.Context) error {
 	isLeased := make(map[string]bool, len(leased))
 	for _, s := range leased {
 		isLeased[s] = true
+	}
+	leased = leased[:0]
+	for _, s := range live {
+		if isLeased[s] {
+			leased = append(leased, s) // live's strings, not the store's copies
+		}
 	}
 
 	m.mu.Lock()
@@ -457,7 +475,7 @@ func (m *Monitor) subscribe(ctx context.Context, leased []string, uids map[strin
 			sub.ids = append(sub.ids, s)
 			// Check the object (again) for the new ID: its record may be
 			// behind what was already reported for the other IDs.
-			sub.snapshotted, sub.last, sub.podLast = false, Observation{}, Observation{}
+			sub.snapshotted, sub.last, sub.podLast = false, 0, 0
 			if !slices.Contains(fresh, sub) {
 				fresh = append(fresh, sub)
 			}
@@ -595,12 +613,33 @@ func (m *Monitor) finishLocked(s string, terminal bool) {
 	}
 }
 
+// maxQueue bounds the observations the informers' handlers queue for the
+// writer (onObject, onPod wait for room): when 100,000 objects arrive faster
+// than the database records them, the backlog stays in the informers' own
+// buffers, as a pointer to each cached object, not as items of ~200 bytes.
+const maxQueue = 4 * batchSize
+
 // enqueue hands observations to the writer; it never blocks for long.
 func (m *Monitor) enqueue(items ...item) {
 	if len(items) == 0 {
 		return
 	}
 	m.qmu.Lock()
+	m.queue = append(m.queue, items...)
+	m.qmu.Unlock()
+	signal(m.qwake)
+}
+
+// enqueueWait is enqueue for the informers' handlers: it first waits while
+// maxQueue items wait for the writer (unless the writer stopped).
+func (m *Monitor) enqueueWait(items ...item) {
+	if len(items) == 0 {
+		return
+	}
+	m.qmu.Lock()
+	for len(m.queue) >= maxQueue && !m.qclosed {
+		m.qcond.Wait()
+	}
 	m.queue = append(m.queue, items...)
 	m.qmu.Unlock()
 	signal(m.qwake)
@@ -645,12 +684,31 @@ type informer struct {
 	namespace string // "" for all namespaces
 	kind      string
 	inf       cache.SharedIndexInformer
-	stop      context.CancelFunc // stops this informer alone
-	synced    bool               // set by the control loop
-	aux       bool               // a pod or ReplicaSet informer (pods.go)
+	reg       cache.ResourceEventHandlerRegistration // the Monitor's handler
+	stop      context.CancelFunc                     // stops this informer alone
+	synced    bool                                   // set by the control loop
+	aux       bool                                   // a pod or ReplicaSet informer (pods.go)
 
 	errMu   sync.Mutex
 	lastErr error // the last list/watch error, for the sync timeout message
+
+	// lastObject is when the informer last received an object (UnixNano),
+	// or when its sync wait began: waitSynced's progress.
+	lastObject atomic.Int64
+}
+
+// transform is the informer's transform (compact), marking progress: it
+// runs on each object as it arrives, before the cache.
+func (inf *informer) transform(obj any) (any, error) {
+	inf.touch()
+	return compact(obj)
+}
+
+func (inf *informer) touch() { inf.lastObject.Store(time.Now().UnixNano()) }
+
+// quiet is the time since the informer last received an object.
+func (inf *informer) quiet() time.Duration {
+	return time.Since(time.Unix(0, inf.lastObject.Load()))
 }
 
 func (inf *informer) setLastErr(err error) {

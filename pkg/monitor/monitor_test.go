@@ -767,7 +767,7 @@ func TestCacheHoldsObservations(t *testing.T) {
 	if !ok {
 		t.Fatalf("cached %T, want the compacted observation", items[0])
 	}
-	want := compacted{ObjectMeta: metav1.ObjectMeta{Name: "task", Namespace: "ns", UID: "u1", ResourceVersion: cached.ResourceVersion},
+	want := compacted{name: "task", namespace: "ns", uid: "u1", rv: cached.rv,
 		obs: Observation{Type: store.ContainerStarted, UID: "u1"}, ok: true}
 	if diff := cmp.Diff(want, *cached, cmp.AllowUnexported(compacted{})); diff != "" {
 		t.Errorf("cached job (-want +got):\n%s", diff)

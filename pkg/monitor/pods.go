@@ -80,24 +80,25 @@ func (m *Monitor) podInformersFor(ctx context.Context, f informers.SharedInforme
 		if fns != "" && m.informers["|"+a] != nil && !m.podCacheOff("") {
 			continue // the cluster-wide one serves this namespace too
 		}
-		var si cache.SharedIndexInformer
-		if a == kindPod {
-			si = f.Core().V1().Pods().Informer()
-		} else {
-			si = f.Apps().V1().ReplicaSets().Informer()
-		}
+		si := informerOf(f, a, fns)
 		if err := si.AddIndexers(cache.Indexers{byWorkload: workloadIndex}); err != nil {
-			return err
-		}
-		if _, err := si.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { m.onPod(obj) },
-			UpdateFunc: func(_, obj any) { m.onPod(obj) },
-			DeleteFunc: func(obj any) { m.onPod(obj) },
-		}); err != nil {
 			return err
 		}
 		infCtx, stop := context.WithCancel(ctx)
 		inf := &informer{namespace: fns, kind: a, inf: si, stop: stop, aux: true}
+		reg, err := si.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { inf.touch(); m.onPod(obj) },
+			UpdateFunc: func(_, obj any) { inf.touch(); m.onPod(obj) },
+			DeleteFunc: func(obj any) { inf.touch(); m.onPod(obj) },
+		})
+		if err != nil {
+			stop()
+			return err
+		}
+		inf.reg = reg
+		if err := si.SetTransform(inf.transform); err != nil {
+			return err
+		}
 		denied, err := watchErrors(si, inf)
 		if err != nil {
 			return err
@@ -202,7 +203,7 @@ func (m *Monitor) onPod(obj any) {
 		}
 	}
 	m.mu.Unlock()
-	m.enqueue(items...)
+	m.enqueueWait(items...)
 }
 
 // podObserveLocked turns the status of the newest pod of sub's object into
@@ -215,13 +216,14 @@ func (m *Monitor) podObserveLocked(sub *subscription, at time.Time) []item {
 	}
 	o, ok := st.Observation(sub.uid)
 	if !ok {
-		sub.podLast = Observation{}
+		sub.podLast = 0
 		return nil
 	}
-	if o.Equal(sub.podLast) {
+	h := hashOf(o)
+	if h == sub.podLast {
 		return nil
 	}
-	sub.podLast = o
+	sub.podLast = h
 	return []item{{ids: slices.Clone(sub.ids), obs: o, at: at}}
 }
 

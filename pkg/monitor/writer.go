@@ -15,6 +15,12 @@ import (
 // the history of the IDs another process leases. It returns after draining
 // the queue once stop is closed, or on a store error.
 func (m *Monitor) writeLoop(ctx context.Context, stop <-chan struct{}) error {
+	defer func() {
+		m.qmu.Lock()
+		m.qclosed = true
+		m.qcond.Broadcast()
+		m.qmu.Unlock()
+	}()
 	poll := time.NewTicker(m.pollEvery)
 	defer poll.Stop()
 	for {
@@ -37,6 +43,7 @@ func (m *Monitor) drain(ctx context.Context) error {
 		m.qmu.Lock()
 		items := m.queue
 		m.queue = nil
+		m.qcond.Broadcast() // room for the handlers waiting (enqueueWait)
 		m.qmu.Unlock()
 		if len(items) == 0 {
 			return nil
@@ -204,7 +211,7 @@ func (m *Monitor) follow(ctx context.Context) {
 			continue
 		}
 		if sub := m.subs[id.Key()]; sub != nil && slices.Contains(sub.ids, s) && !slices.Contains(m.rechecks, sub) {
-			sub.last, sub.podLast, sub.snapshotted = Observation{}, Observation{}, false
+			sub.last, sub.podLast, sub.snapshotted = 0, 0, false
 			m.rechecks = append(m.rechecks, sub)
 			wake = true
 		}

@@ -1,0 +1,178 @@
+package cmd_test
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/gobrave/kubectl-gobrave/internal/genapi"
+	"github.com/gobrave/kubectl-gobrave/pkg/cmd"
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
+)
+
+// TestMonitorFollowMemoryPerID: `monitor --all --follow` over 2,000 and
+// over 20,000 (1,000 and 10,000 under -race) running workloads over 20
+// namespaces (cluster-wide informers), of an API server that generates its
+// objects as it streams them (internal/genapi: with the gobrave.dev/spec
+// annotation and managedFields, as a real server sends them), stopped once
+// it has printed the event of every workload (synced and recorded). A
+// following monitor keeps something per ID (its lease, its subscription,
+// the observation its informer holds), so its heap is not flat in N; what
+// it keeps is bounded: the growth from the small N to the large one, per
+// added workload, of the heap it retains then (maxRetainedPerID) and of its
+// peak heap (maxPeakPerID). No clock is read.
+func TestMonitorFollowMemoryPerID(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seeds 22,000 records")
+	}
+	small, large := 2000, 20000
+	if raceEnabled {
+		small, large = 1000, 10000
+	}
+	// The heap the running monitor retains once every workload is recorded
+	// (after a collection) is what it keeps per ID. Measured, bytes per
+	// added workload: main 3,110 (an ObjectMeta in each cache entry, whole
+	// last observations, a namespace index, copies of each ID string), this
+	// code about 1,360. The peak also holds the garbage of decoding (and, in
+	// this process, generating) the objects, which depends on the
+	// collector's timing: main 2,700-3,800 (it also held every record while
+	// adding them, and an unbounded queue), this code 1,700-2,800; its bound
+	// only catches keeping whole objects. Neither bound is issue 16's goal
+	// (128 MiB of RSS at 100,000 is about 0.6 KiB of live heap per
+	// workload), which this code does not meet yet.
+	const maxRetainedPerID, maxPeakPerID = 2048, 4096
+	peak, retained := map[int]uint64{}, map[int]uint64{}
+	for _, n := range []int{small, large} {
+		peak[n], retained[n] = monitorPeak(t, n)
+		t.Logf("N = %d: peak heap %.1f MiB, retained %.1f MiB above the start", n, float64(peak[n])/(1<<20), float64(retained[n])/(1<<20))
+	}
+	perID := func(m map[int]uint64) float64 {
+		return float64(sub(m[large], m[small])) / float64(large-small)
+	}
+	t.Logf("per added workload: peak %.0f bytes, retained %.0f bytes", perID(peak), perID(retained))
+	if p := perID(retained); p > maxRetainedPerID {
+		t.Errorf("the monitor retains %.0f bytes per workload (N = %d: %.1f MiB, N = %d: %.1f MiB), more than %d: it keeps more than the mapping needs",
+			p, small, float64(retained[small])/(1<<20), large, float64(retained[large])/(1<<20), maxRetainedPerID)
+	}
+	if p := perID(peak); p > maxPeakPerID {
+		t.Errorf("peak heap grew by %.0f bytes per workload (N = %d: %.1f MiB, N = %d: %.1f MiB), more than %d: memory follows the objects or records",
+			p, small, float64(peak[small])/(1<<20), large, float64(peak[large])/(1<<20), maxPeakPerID)
+	}
+}
+
+// monitorPeak seeds n records, runs monitor --all --follow until it has
+// recorded the start of each, and returns its peak heap and the heap it
+// then retains (after a collection), above the heap before it.
+func monitorPeak(t *testing.T, n int) (peakHeap, retainedHeap uint64) {
+	t.Helper()
+	dir := t.TempDir()
+	statePath := filepath.Join(dir, "state.db")
+	api := &genapi.Server{N: n, Namespaces: 20}
+	st, err := store.Open(t.Context(), statePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := api.Seed(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+
+	f := cmd.NewFactory()
+	f.Home = filepath.Join(dir, "home")
+	f.Getenv = func(string) string { return "" }
+	f.StateDBFlag = statePath
+	f.NewClient = func(string) (kubernetes.Interface, error) {
+		return kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1})
+	}
+	// The events printed are counted, not kept.
+	out := &lineCount{want: int64(n), done: make(chan struct{})}
+	errOut := &bytes.Buffer{}
+	streams := genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: errOut}
+	root := cmd.NewCmdRoot(f, streams)
+	root.SetArgs([]string{"monitor", "--all", "--follow", "-o", "json"})
+
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	base := sample[0].Value.Uint64()
+	var peak atomic.Uint64
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(s)
+			if v := s[0].Value.Uint64(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-out.done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	ran := make(chan error, 1)
+	go func() { ran <- root.ExecuteContext(ctx) }()
+	select {
+	case <-out.done: // every workload's start recorded and printed
+	case err := <-ran:
+		t.Fatalf("monitor --all --follow over %d ended after %d events: %v\n%s", n, out.n.Load(), err, errOut)
+	}
+	<-sampled
+	// What the running monitor retains, every workload recorded.
+	runtime.GC()
+	metrics.Read(sample)
+	retained := sample[0].Value.Uint64()
+	cancel()
+	err = <-ran
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatalf("monitor --all --follow over %d: %v\n%s", n, err, errOut)
+	}
+	return sub(peak.Load(), base), sub(retained, base)
+}
+
+func sub(a, b uint64) uint64 {
+	if a > b {
+		return a - b
+	}
+	return 0
+}
+
+// lineCount counts the lines written to it; done is closed at want.
+type lineCount struct {
+	want int64
+	n    atomic.Int64
+	done chan struct{}
+	once atomic.Bool
+}
+
+func (c *lineCount) Write(p []byte) (int, error) {
+	if c.n.Add(int64(bytes.Count(p, []byte("\n")))) >= c.want && c.once.CompareAndSwap(false, true) {
+		close(c.done)
+	}
+	return len(p), nil
+}
