@@ -79,7 +79,7 @@ func (m *Monitor) record(ctx context.Context, items []item) error {
 	if len(ts) == 0 {
 		return nil
 	}
-	res, err := m.st.ApplyBatch(ctx, ts)
+	res, err := m.st.ApplyBatchNoSpecs(ctx, ts)
 	var gone []string
 	if errors.Is(err, store.ErrNotFound) {
 		// A record was removed while monitored: apply one by one and drop it.
