@@ -3,21 +3,14 @@ package cmd_test
 import (
 	"bytes"
 	"context"
-	"net/http/httptest"
-	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/gobrave/kubectl-gobrave/internal/genapi"
 	"github.com/gobrave/kubectl-gobrave/pkg/cmd"
-	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
 
 // TestMonitorFollowMemoryPerID: `monitor --all --follow` over 2,000 and
@@ -75,29 +68,8 @@ func TestMonitorFollowMemoryPerID(t *testing.T) {
 // then retains (after a collection), above the heap before it.
 func monitorPeak(t *testing.T, n int) (peakHeap, retainedHeap uint64) {
 	t.Helper()
-	dir := t.TempDir()
-	statePath := filepath.Join(dir, "state.db")
-	api := &genapi.Server{N: n, Namespaces: 20}
-	st, err := store.Open(t.Context(), statePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := api.Seed(t.Context(), st); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api)
+	f, srv := genFactory(t, &genapi.Server{N: n, Namespaces: 20})
 	defer srv.Close()
-
-	f := cmd.NewFactory()
-	f.Home = filepath.Join(dir, "home")
-	f.Getenv = func(string) string { return "" }
-	f.StateDBFlag = statePath
-	f.NewClient = func(string) (kubernetes.Interface, error) {
-		return kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1})
-	}
 	// The events printed are counted, not kept.
 	out := &lineCount{want: int64(n), done: make(chan struct{})}
 	errOut := &bytes.Buffer{}
@@ -105,33 +77,9 @@ func monitorPeak(t *testing.T, n int) (peakHeap, retainedHeap uint64) {
 	root := cmd.NewCmdRoot(f, streams)
 	root.SetArgs([]string{"monitor", "--all", "--follow", "-o", "json"})
 
-	runtime.GC()
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(sample)
-	base := sample[0].Value.Uint64()
-	var peak atomic.Uint64
+	h := startHeapPeak()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			metrics.Read(s)
-			if v := s[0].Value.Uint64(); v > peak.Load() {
-				peak.Store(v)
-			}
-			select {
-			case <-out.done:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
 	ran := make(chan error, 1)
 	go func() { ran <- root.ExecuteContext(ctx) }()
 	select {
@@ -139,27 +87,19 @@ func monitorPeak(t *testing.T, n int) (peakHeap, retainedHeap uint64) {
 	case err := <-ran:
 		t.Fatalf("monitor --all --follow over %d ended after %d events: %v\n%s", n, out.n.Load(), err, errOut)
 	}
-	<-sampled
+	peak := h.stop()
 	// What the running monitor retains, every workload recorded.
 	runtime.GC()
-	metrics.Read(sample)
-	retained := sample[0].Value.Uint64()
+	retained := heapNow()
 	cancel()
-	err = <-ran
+	err := <-ran
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		t.Fatalf("monitor --all --follow over %d: %v\n%s", n, err, errOut)
 	}
-	return sub(peak.Load(), base), sub(retained, base)
-}
-
-func sub(a, b uint64) uint64 {
-	if a > b {
-		return a - b
-	}
-	return 0
+	return sub(peak, h.base), sub(retained, h.base)
 }
 
 // lineCount counts the lines written to it; done is closed at want.

@@ -462,7 +462,18 @@ func (e *Engine) lock(ctx context.Context, id string) (unlock func(), err error)
 		}
 	}
 	release := e.lease(ctx, id)
-	renewCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	stopRenew := e.renewLeases(ctx)
+	return func() {
+		stopRenew()
+		release()
+		_ = e.Store.ReleaseLeases(context.WithoutCancel(ctx), e.Owner, key)
+	}, nil
+}
+
+// renewLeases renews every lease of e.Owner each third of LeaseTTL until
+// the returned func is called (which waits for the renewing goroutine).
+func (e *Engine) renewLeases(ctx context.Context) (stop func()) {
+	renewCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -477,12 +488,7 @@ func (e *Engine) lock(ctx context.Context, id string) (unlock func(), err error)
 			}
 		}
 	}()
-	return func() {
-		stop()
-		<-done
-		release()
-		_ = e.Store.ReleaseLeases(context.WithoutCancel(ctx), e.Owner, key)
-	}, nil
+	return func() { cancel(); <-done }
 }
 
 // verbLockPrefix makes the key of an ID's verb lock in the leases table.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -191,22 +190,7 @@ func (e *Engine) recoverGroup(ctx context.Context, rt, kind string, ids []string
 		return nil, err // every one is a verb of a live process under way
 	}
 	defer func() { _ = e.Store.ReleaseLeases(context.WithoutCancel(ctx), e.Owner, locked...) }()
-	renewCtx, stopRenew := context.WithCancel(context.WithoutCancel(ctx))
-	renewed := make(chan struct{})
-	go func() {
-		defer close(renewed)
-		tick := time.NewTicker(LeaseTTL / 3)
-		defer tick.Stop()
-		for {
-			select {
-			case <-renewCtx.Done():
-				return
-			case <-tick.C:
-				_ = e.Store.RenewLeases(renewCtx, e.Owner)
-			}
-		}
-	}()
-	defer func() { stopRenew(); <-renewed }()
+	defer e.renewLeases(ctx)()
 
 	ids = ids[:0]
 	for _, key := range locked {
