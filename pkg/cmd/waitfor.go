@@ -99,8 +99,10 @@ func (c Condition) failsFast(w store.Workload) bool {
 	return false
 }
 
-// stillStuck reads the newest pod of w (one list of its pods; for a
-// deployment one of its ReplicaSets too) and returns w with the pod's
+// stillStuck reads the newest pod of w's current template (one list of its
+// pods; for a deployment a GET of it and one list of its ReplicaSets too:
+// after a rollback the stuck pod of the template rolled back from is still
+// the newest until the old template's pod is made) and returns w with the pod's
 // current reason and message when it still waits with a reason that ends a
 // wait. A pod that has recovered, or none, or a failed read, is not stuck.
 func (f *Factory) stillStuck(ctx context.Context, w store.Workload) (store.Workload, bool) {
@@ -112,7 +114,7 @@ func (f *Factory) stillStuck(ctx context.Context, w store.Workload) (store.Workl
 	if err != nil {
 		return w, false
 	}
-	pod, err := runtime.New(client, id.Runtime).NewestPod(ctx, id, w.UID, false)
+	pod, err := runtime.New(client, id.Runtime).NewestCurrentPod(ctx, id, w.UID)
 	if err != nil {
 		return w, false
 	}

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,6 +30,21 @@ var ErrNoPod = errors.New("no pod found")
 // empty uid (a record older than UIDs) means the object that has the name
 // now. With running set, only pods in phase Running count.
 func (r *Runtime) NewestPod(ctx context.Context, id runtimeid.ID, uid string, running bool) (*corev1.Pod, error) {
+	return r.newestPod(ctx, id, uid, running, false)
+}
+
+// NewestCurrentPod is NewestPod of the pods made from the workload's current
+// pod template: for a deployment, only the pods of the ReplicaSet whose
+// template is the Deployment's (the one its controller rolls out; one more
+// request, a GET of the Deployment). During a rollout, and a rollback above
+// all, the newest pod may still be one of an older template — one that
+// cannot pull its image, say — which says nothing about the template being
+// rolled out. For a job it is NewestPod.
+func (r *Runtime) NewestCurrentPod(ctx context.Context, id runtimeid.ID, uid string) (*corev1.Pod, error) {
+	return r.newestPod(ctx, id, uid, false, true)
+}
+
+func (r *Runtime) newestPod(ctx context.Context, id runtimeid.ID, uid string, running, current bool) (*corev1.Pod, error) {
 	if uid == "" {
 		got, exists, err := r.Exists(ctx, id)
 		if err != nil {
@@ -47,7 +63,7 @@ func (r *Runtime) NewestPod(ctx context.Context, id runtimeid.ID, uid string, ru
 	case runtimeid.KindJob:
 		pods, err = r.jobPods(ctx, id, uid)
 	case runtimeid.KindDeployment:
-		pods, err = r.deploymentPods(ctx, id, uid)
+		pods, err = r.deploymentPods(ctx, id, uid, current)
 	default:
 		err = fmt.Errorf("unknown kind %q", id.Kind)
 	}
@@ -87,7 +103,23 @@ func (r *Runtime) jobPods(ctx context.Context, id runtimeid.ID, uid string) ([]c
 // deploymentPods returns the pods whose controller is a ReplicaSet whose
 // controller is the Deployment uid: one ReplicaSet list and one pod list, both
 // narrowed by the gobrave-workload label and decided by owner references.
-func (r *Runtime) deploymentPods(ctx context.Context, id runtimeid.ID, uid string) ([]corev1.Pod, error) {
+// With current, only the ReplicaSet whose pod template is the Deployment's
+// counts (a GET of the Deployment first; none when it is another object now).
+func (r *Runtime) deploymentPods(ctx context.Context, id runtimeid.ID, uid string, current bool) ([]corev1.Pod, error) {
+	var template *corev1.PodTemplateSpec
+	if current {
+		d, err := r.Client.AppsV1().Deployments(id.Namespace).Get(ctx, id.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if d.UID != types.UID(uid) {
+			return nil, nil
+		}
+		template = &d.Spec.Template
+	}
 	sel := metav1.ListOptions{LabelSelector: Selector(id.Name)}
 	rss, err := r.Client.AppsV1().ReplicaSets(id.Namespace).List(ctx, sel)
 	if err != nil {
@@ -95,9 +127,14 @@ func (r *Runtime) deploymentPods(ctx context.Context, id runtimeid.ID, uid strin
 	}
 	owners := map[types.UID]bool{}
 	for i := range rss.Items {
-		if ref := metav1.GetControllerOf(&rss.Items[i]); ref != nil && ref.UID == types.UID(uid) {
-			owners[rss.Items[i].UID] = true
+		rs := &rss.Items[i]
+		if ref := metav1.GetControllerOf(rs); ref == nil || ref.UID != types.UID(uid) {
+			continue
 		}
+		if template != nil && !equalIgnoreHash(&rs.Spec.Template, template) {
+			continue
+		}
+		owners[rs.UID] = true
 	}
 	if len(owners) == 0 {
 		return nil, nil
@@ -107,6 +144,18 @@ func (r *Runtime) deploymentPods(ctx context.Context, id runtimeid.ID, uid strin
 		return nil, err
 	}
 	return ownedPods(pods.Items, owners), nil
+}
+
+// equalIgnoreHash reports whether a ReplicaSet's pod template is the
+// Deployment's: equal but for the pod-template-hash label the deployment
+// controller adds to its ReplicaSets. It is the controller's own rule (and
+// kubectl rollout's, in k8s.io/kubectl/pkg/util/deployment, unexported
+// there).
+func equalIgnoreHash(rs, d *corev1.PodTemplateSpec) bool {
+	a, b := rs.DeepCopy(), d.DeepCopy()
+	delete(a.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+	delete(b.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+	return apiequality.Semantic.DeepEqual(a, b)
 }
 
 // PodOwners is the set of controller UIDs whose pods belong to the workload

@@ -475,6 +475,61 @@ func TestNewestPod(t *testing.T) {
 	}
 }
 
+// TestNewestCurrentPod: during a rollback the newest pod is still one of the
+// template rolled back from, stuck pulling its image; it says nothing of the
+// template being rolled out, whose ReplicaSet has no pod yet.
+func TestNewestCurrentPod(t *testing.T) {
+	now := time.Now()
+	template := func(image string) corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{LabelWorkload: "web"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: image}}},
+		}
+	}
+	rsOf := func(name string, uid types.UID, image string) *appsv1.ReplicaSet {
+		rs := controlledBy(replicaSet(name, "default", "web", uid), "Deployment", "dep-web")
+		rs.Spec.Template = template(image)
+		rs.Spec.Template.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = name // the controller's hash label
+		return rs
+	}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "dep-web"},
+		Spec: appsv1.DeploymentSpec{Template: template("web:1")}}
+	stuck := controlledBy(pod("web-bad-1", "default", "web", now, corev1.PodPending), "ReplicaSet", "rs-bad")
+	objs := []k8sruntime.Object{dep, rsOf("web-one", "rs-one", "web:1"), rsOf("web-bad", "rs-bad", "web:bad"), stuck}
+	ctx, id := context.Background(), mustID(t, "k8s-default|deployment|web")
+
+	c := newFake(objs...)
+	if got, err := New(c, "k8s").NewestPod(ctx, id, "dep-web", false); err != nil || got.Name != "web-bad-1" {
+		t.Fatalf("NewestPod = %s, %v; want the stuck pod of the old template", podName(got), err)
+	}
+	if got, err := New(c, "k8s").NewestCurrentPod(ctx, id, "dep-web"); !errors.Is(err, ErrNoPod) {
+		t.Errorf("NewestCurrentPod = %s, %v; want ErrNoPod: the current template has no pod yet", podName(got), err)
+	}
+	// The current template's pod is made: it is the one.
+	c = newFake(append(objs, controlledBy(pod("web-one-2", "default", "web", now.Add(-time.Minute), corev1.PodPending), "ReplicaSet", "rs-one"))...)
+	if got, err := New(c, "k8s").NewestCurrentPod(ctx, id, "dep-web"); err != nil || got.Name != "web-one-2" {
+		t.Errorf("NewestCurrentPod = %s, %v; want web-one-2, older than the stuck pod but of the current template", podName(got), err)
+	}
+	// Another object of the same name now: no pod of the recorded one.
+	if got, err := New(c, "k8s").NewestCurrentPod(ctx, id, "dep-older"); !errors.Is(err, ErrNoPod) {
+		t.Errorf("NewestCurrentPod of an older UID = %s, %v; want ErrNoPod", podName(got), err)
+	}
+	// A job: the same as NewestPod.
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "task", Namespace: "default", UID: "job-task"}}
+	c = newFake(job, controlledBy(pod("task-1", "default", "task", now, corev1.PodPending), "Job", "job-task"))
+	if got, err := New(c, "k8s").NewestCurrentPod(ctx, mustID(t, "k8s-default|job|task"), "job-task"); err != nil || got.Name != "task-1" {
+		t.Errorf("NewestCurrentPod of a job = %s, %v; want task-1", podName(got), err)
+	}
+}
+
+// podName is p's name, or "no pod".
+func podName(p *corev1.Pod) string {
+	if p == nil {
+		return "no pod"
+	}
+	return p.Name
+}
+
 func TestNewestPodListOptions(t *testing.T) {
 	c := newFake()
 	rt := New(c, "k8s")
