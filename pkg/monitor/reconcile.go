@@ -221,7 +221,7 @@ func (r *reconciler) workloads(ctx context.Context, kinds []string, nsOf map[str
 			b.kind = kind
 			return b
 		default:
-			return &batch{kind: kind, items: make([]streamed, 0, reconcileBatch)}
+			return &batch{kind: kind, items: make([]streamed, 0, batchSize)}
 		}
 	}
 	send := func(b *batch) error {
@@ -247,7 +247,7 @@ func (r *reconciler) workloads(ctx context.Context, kinds []string, nsOf map[str
 				}
 				o, ok := observe(obj)
 				b.items = append(b.items, streamed{ns: m.GetNamespace(), name: m.GetName(), uid: string(m.GetUID()), obs: o, ok: ok})
-				if len(b.items) < reconcileBatch {
+				if len(b.items) < batchSize {
 					return nil
 				}
 				if err := send(b); err != nil {
@@ -390,13 +390,6 @@ type streamed struct {
 	obs           Observation
 	ok            bool
 }
-
-// reconcileBatch bounds the objects of one batch of Reconcile: each costs
-// the writer a read of heads, a lease transaction, one ApplyBatch and a
-// release, whatever its size, so that larger batches spread those fixed
-// costs (commits, statement set-ups) over more objects. At most
-// len(kinds)+2 batches of a few hundred bytes an object exist at a time.
-const reconcileBatch = 1024
 
 type batch struct {
 	kind  string
