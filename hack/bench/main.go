@@ -57,6 +57,8 @@ type options struct {
 	storeBench  bool
 	root        string // repository root (hack/cluster-up.sh is found from it)
 	profileDir  string
+	baseline    string // another build of the plugin, run interleaved with -plugin (A/B)
+	hold        bool
 }
 
 func main() {
@@ -90,6 +92,8 @@ func main() {
 	flag.StringVar(&skip, "skip", "", "comma-separated phases to skip: recover, limit, get, ps, latency")
 	flag.BoolVar(&o.storeBench, "store-bench", true, "also run the store benchmarks (ApplyBatch, Ps10k) and report them")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "also profile recover --once and monitor --all (CPU, allocations, gctrace) into this folder")
+	flag.StringVar(&o.baseline, "baseline", "", "another build of the plugin (e.g. main's): recover --once of it runs interleaved with -plugin's and the limit's, run by run, on the same cluster and database template (an A/B in one run)")
+	flag.BoolVar(&o.hold, "hold", false, "after the load is recorded, write the environment of the cluster (KUBECONFIG, HOME, ..., TEMPLATE_DB) to a file, log its path and wait until the file is removed (or SIGINT) before measuring: for experiments by hand on the same cluster")
 	flag.Parse()
 	for _, s := range strings.Split(ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -126,6 +130,14 @@ func main() {
 	}
 	if _, err := os.Stat(o.plugin); err != nil {
 		fatal(fmt.Errorf("%w (run make build first)", err))
+	}
+	if o.baseline != "" {
+		if o.baseline, err = filepath.Abs(o.baseline); err != nil {
+			fatal(err)
+		}
+		if _, err := os.Stat(o.baseline); err != nil {
+			fatal(fmt.Errorf("-baseline: %w", err))
+		}
 	}
 
 	os.Exit(run(o))

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -26,6 +27,7 @@ func profileMain(args []string) int {
 	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
 	cpu := fs.String("cpuprofile", "", "write a CPU profile here")
 	mem := fs.String("memprofile", "", "write a heap profile (in use at the end, after a GC) here")
+	tr := fs.String("trace", "", "write an execution trace here (go tool trace: the stages of recover are regions)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -40,6 +42,19 @@ func profileMain(args []string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+	}
+	if *tr != "" {
+		f, err := os.Create(*tr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer trace.Stop()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -77,6 +78,8 @@ type scale struct {
 	template string // the database with the N gobrave records (see recordLoad)
 	res      *scaleResult
 	runs     int
+	// interleavedLimit are the limit's runs made between the recovers (-baseline).
+	interleavedLimit []measured
 }
 
 func (s *scale) dbCopy() (string, error) {
@@ -199,6 +202,11 @@ func runScale(ctx context.Context, o options, n int) (*scaleResult, error) {
 	}
 	res.setup = append(res.setup, fmt.Sprintf("the plugin's %d records (store.Put, then ApplyBatch of %d starts) written in %s", n, n-l.running, secs(time.Since(t0))))
 
+	if o.hold {
+		if err := s.holdFor(ctx); err != nil {
+			return res, err
+		}
+	}
 	for _, p := range []struct {
 		name string
 		fn   func(context.Context) error
@@ -249,43 +257,98 @@ func medianRow(key, what string, ms []measured) row {
 }
 
 // measureRecover runs `recover --once` on fresh copies of the database; every record has changed.
+// With -baseline, each run of the plugin is preceded by one of the baseline and followed by one of the
+// limit program (an A/B in one run: the same cluster, database and load for all three); the limit
+// phase then reports those runs.
 func (s *scale) measureRecover(ctx context.Context) error {
-	var runs []measured
+	var runs, base, lim []measured
 	for i := range s.o.reps {
-		db, err := s.dbCopy()
-		if err != nil {
-			return err
-		}
-		logf("N=%d: recover --once (%d/%d)", s.n, i+1, s.o.reps)
-		var out strings.Builder
-		m, err := s.cl.run(ctx, procSpec{
-			argv:    []string{s.o.plugin, "recover", "--once", "--state-db", db},
-			env:     s.cl.env,
-			ua:      pluginUA,
-			stdout:  &out,
-			timeout: 60 * time.Minute,
-		})
-		if err != nil {
-			return err
-		}
-		if got := lastLine(out.String()); !strings.Contains(got, fmt.Sprintf("changed %d,", s.n)) {
-			return fmt.Errorf("recover --once printed %q, want every one of the %d records changed", got, s.n)
-		}
-		if err := s.checkRecovered(ctx, db); err != nil {
-			return err
-		}
-		if i == 0 {
-			if s.res.dbBytes, s.res.events, err = dbSize(ctx, db); err != nil {
-				return err
+		if s.o.baseline != "" {
+			m, err := s.recoverOnce(ctx, s.o.baseline, fmt.Sprintf("baseline recover --once (%d/%d)", i+1, s.o.reps), false)
+			if err != nil {
+				return fmt.Errorf("baseline: %w", err)
 			}
+			base = append(base, m)
+		}
+		m, err := s.recoverOnce(ctx, s.o.plugin, fmt.Sprintf("recover --once (%d/%d)", i+1, s.o.reps), i == 0)
+		if err != nil {
+			return err
 		}
 		runs = append(runs, m)
+		if s.o.baseline != "" {
+			m, _, err := s.limitOnce(ctx, i)
+			if err != nil {
+				return err
+			}
+			lim = append(lim, m)
+		}
 	}
 	s.res.rows = append(s.res.rows, medianRow("recover", "`kubectl gobrave recover --once`", runs))
+	if s.o.baseline != "" {
+		s.res.rows = append(s.res.rows, medianRow("recover-baseline", "`recover --once` of the baseline ("+filepath.Base(filepath.Dir(s.o.baseline))+"/"+filepath.Base(s.o.baseline)+"), run before each run above", base))
+		s.interleavedLimit = lim
+	}
 	if s.o.profileDir != "" {
 		return s.profile(ctx)
 	}
 	return nil
+}
+
+// recoverOnce runs one `recover --once` of plugin on a fresh copy of the database and checks what it
+// recorded; first also measures the database.
+func (s *scale) recoverOnce(ctx context.Context, plugin, what string, first bool) (measured, error) {
+	db, err := s.dbCopy()
+	if err != nil {
+		return measured{}, err
+	}
+	logf("N=%d: %s", s.n, what)
+	var out strings.Builder
+	m, err := s.cl.run(ctx, procSpec{
+		argv:    []string{plugin, "recover", "--once", "--state-db", db},
+		env:     s.cl.env,
+		ua:      pluginUA,
+		stdout:  &out,
+		timeout: 60 * time.Minute,
+	})
+	if err != nil {
+		return m, err
+	}
+	if got := lastLine(out.String()); !strings.Contains(got, fmt.Sprintf("changed %d,", s.n)) {
+		return m, fmt.Errorf("recover --once printed %q, want every one of the %d records changed", got, s.n)
+	}
+	if err := s.checkRecovered(ctx, db); err != nil {
+		return m, err
+	}
+	if first {
+		if s.res.dbBytes, s.res.events, err = dbSize(ctx, db); err != nil {
+			return m, err
+		}
+	}
+	return m, os.RemoveAll(filepath.Dir(db))
+}
+
+// holdFor writes the cluster's environment to a file and waits until it is removed (see -hold).
+func (s *scale) holdFor(ctx context.Context) error {
+	f := filepath.Join(s.cl.tmp, "hold.env")
+	var b strings.Builder
+	for _, kv := range append(slices.Clone(s.cl.env), "TEMPLATE_DB="+s.template, "LIMIT_BIN="+limitBin, "LIMIT_SCOPE="+s.limitScope()) {
+		k, v, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&b, "export %s=%q\n", k, v)
+	}
+	if err := os.WriteFile(f, []byte(b.String()), 0o600); err != nil {
+		return err
+	}
+	logf("N=%d: holding; the environment is in %s (remove it to go on)", s.n, f)
+	for {
+		if _, err := os.Stat(f); errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // checkRecovered fails unless the database holds what the cluster does.
@@ -331,33 +394,49 @@ func dbSize(ctx context.Context, path string) (int64, int, error) {
 }
 
 // measureLimit runs the limit program (hack/bench/limit): a bare streaming watch-list of the same
-// objects, decoded and dropped.
+// objects, decoded and dropped. With -baseline its runs were made between the recovers already.
 func (s *scale) measureLimit(ctx context.Context) error {
-	var runs []measured
+	runs := s.interleavedLimit
 	var last limitResult
-	for i := range s.o.reps {
-		logf("N=%d: the limit program, %s (%d/%d)", s.n, s.o.limitMode, i+1, s.o.reps)
-		var out strings.Builder
-		m, err := s.cl.run(ctx, procSpec{argv: []string{limitBin, "-kubeconfig", s.cl.kubeconfig, "-mode", s.o.limitMode, "-namespace", s.limitScope()},
-			env: s.cl.env, ua: limitUA, stdout: &out})
+	for i := 0; len(s.interleavedLimit) == 0 && i < s.o.reps; i++ {
+		m, l, err := s.limitOnce(ctx, i)
 		if err != nil {
 			return err
 		}
-		if err := json.Unmarshal([]byte(lastLine(out.String())), &last); err != nil {
-			return fmt.Errorf("limit printed %q: %w", out.String(), err)
-		}
-		if got := last.Objects["deployments"] + last.Objects["jobs"]; got != s.n {
-			return fmt.Errorf("the limit program received %d objects (%v), want %d", got, last.Objects, s.n)
-		}
-		runs = append(runs, m)
+		runs, last = append(runs, m), l
+	}
+	if last.Mode == "" {
+		last.Mode = s.o.limitMode
 	}
 	scope := "per namespace"
 	if s.limitScope() == "" {
 		scope = "cluster-wide"
 	}
-	r := medianRow("limit", fmt.Sprintf("limit: a bare %s (%s, as the plugin's) of the same deployments and jobs (client-go, protobuf, objects dropped)", last.Mode, scope), runs)
-	s.res.rows = append(s.res.rows, r)
+	what := fmt.Sprintf("limit: a bare %s (%s, as the plugin's) of the same deployments and jobs (client-go, protobuf, objects dropped)", last.Mode, scope)
+	if len(s.interleavedLimit) > 0 {
+		what += ", run after each recover above"
+	}
+	s.res.rows = append(s.res.rows, medianRow("limit", what, runs))
 	return nil
+}
+
+// limitOnce runs the limit program once and checks it saw every object.
+func (s *scale) limitOnce(ctx context.Context, i int) (measured, limitResult, error) {
+	var last limitResult
+	logf("N=%d: the limit program, %s (%d/%d)", s.n, s.o.limitMode, i+1, s.o.reps)
+	var out strings.Builder
+	m, err := s.cl.run(ctx, procSpec{argv: []string{limitBin, "-kubeconfig", s.cl.kubeconfig, "-mode", s.o.limitMode, "-namespace", s.limitScope()},
+		env: s.cl.env, ua: limitUA, stdout: &out})
+	if err != nil {
+		return m, last, err
+	}
+	if err := json.Unmarshal([]byte(lastLine(out.String())), &last); err != nil {
+		return m, last, fmt.Errorf("limit printed %q: %w", out.String(), err)
+	}
+	if got := last.Objects["deployments"] + last.Objects["jobs"]; got != s.n {
+		return m, last, fmt.Errorf("the limit program received %d objects (%v), want %d", got, last.Objects, s.n)
+	}
+	return m, last, nil
 }
 
 // limitScope is the limit program's -namespace: the load's namespaces, read one by one as the plugin
@@ -470,6 +549,14 @@ func (s *scale) profile(ctx context.Context) error {
 	}
 	logf("N=%d: profiling recover", s.n)
 	argv := append([]string{self, "profile", "-cpuprofile", filepath.Join(dir, "recover.cpu"), "-memprofile", filepath.Join(dir, "recover.mem"), "--"}, args...)
+	if _, err := s.cl.run(ctx, procSpec{argv: append(argv, "--state-db", db), env: s.cl.env, timeout: 60 * time.Minute}); err != nil {
+		return err
+	}
+	if db, err = s.dbCopy(); err != nil {
+		return err
+	}
+	logf("N=%d: tracing recover", s.n)
+	argv = append([]string{self, "profile", "-trace", filepath.Join(dir, "recover.trace"), "--"}, args...)
 	if _, err := s.cl.run(ctx, procSpec{argv: append(argv, "--state-db", db), env: s.cl.env, timeout: 60 * time.Minute}); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
+	"runtime/trace"
 	"slices"
 	"sync"
 	"time"
@@ -162,11 +163,17 @@ func (r *reconciler) run(ctx context.Context) error {
 	clusterWide := len(all) > r.o.ClusterWide
 	podScopes := slices.Sorted(maps.Keys(all))
 
-	if err := r.each(ctx, kindPod, podScopes, clusterWide, r.addPod); err != nil {
+	reg := trace.StartRegion(ctx, "reconcile pods")
+	err = r.each(ctx, kindPod, podScopes, clusterWide, r.addPod)
+	reg.End()
+	if err != nil {
 		return err
 	}
 	if nsOf[runtimeid.KindDeployment] != nil {
-		if err := r.each(ctx, kindReplicaSet, podScopes, clusterWide, r.addReplicaSet); err != nil {
+		reg := trace.StartRegion(ctx, "reconcile replicasets")
+		err := r.each(ctx, kindReplicaSet, podScopes, clusterWide, r.addReplicaSet)
+		reg.End()
+		if err != nil {
 			return err
 		}
 	}
@@ -218,6 +225,7 @@ func (r *reconciler) workloads(ctx context.Context, kinds []string, nsOf map[str
 		}
 	}
 	send := func(b *batch) error {
+		defer trace.StartRegion(gctx, "reconcile send").End()
 		select {
 		case full <- b:
 			return nil
@@ -230,6 +238,7 @@ func (r *reconciler) workloads(ctx context.Context, kinds []string, nsOf map[str
 		streams.Add(1)
 		run(func() error {
 			defer streams.Done()
+			defer trace.StartRegion(gctx, "reconcile stream "+kind).End()
 			b := next(kind)
 			err := r.each(gctx, kind, slices.Sorted(maps.Keys(nsOf[kind])), clusterWide, func(obj any) error {
 				m, ok := obj.(metav1.Object)
@@ -259,7 +268,10 @@ func (r *reconciler) workloads(ctx context.Context, kinds []string, nsOf map[str
 	}()
 	run(func() error {
 		for b := range full {
-			if err := r.flush(gctx, b); err != nil {
+			reg := trace.StartRegion(gctx, "reconcile flush")
+			err := r.flush(gctx, b)
+			reg.End()
+			if err != nil {
 				return err
 			}
 			select {
@@ -400,52 +412,59 @@ func (r *reconciler) flush(ctx context.Context, b *batch) error {
 			ids = append(ids, runtimeid.ID{Runtime: rt, Namespace: it.ns, Kind: b.kind, Name: it.name}.String())
 		}
 	}
+	reg := trace.StartRegion(ctx, "reconcile heads")
 	recs, err := r.st.Heads(ctx, ids)
+	reg.End()
 	if err != nil {
 		return fmt.Errorf("monitor: %w", err)
 	}
 	live := r.liveOf(recs, ids)
-	leased, err := r.lease(ctx, live)
-	if err != nil {
-		return err
-	}
-	isLeased := make(map[string]bool, len(leased))
-	for _, id := range leased {
-		isLeased[id] = true
-	}
+	// What the batch records of the IDs taken (leased): the same whatever
+	// the call, as ApplyFree asks.
 	now := time.Now()
-	var ts []store.Transition
-	var uidOnly []string
+	build := func(leased []string) store.FreeBatch {
+		isLeased := make(map[string]bool, len(leased))
+		for _, id := range leased {
+			isLeased[id] = true
+		}
+		var fb store.FreeBatch
+		for _, it := range items {
+			for _, rt := range r.o.Runtimes {
+				id := runtimeid.ID{Runtime: rt, Namespace: it.ns, Kind: b.kind, Name: it.name}.String()
+				w, ok := recs[id]
+				if !ok || w.State.Terminal() || !isLeased[id] {
+					continue
+				}
+				add := func(o Observation) {
+					fb.Transitions = append(fb.Transitions, store.Transition{RuntimeID: id, Type: o.Type, Message: o.Message, UID: o.UID, Time: now, Result: o.Result})
+				}
+				if w.UID != "" && w.UID != it.uid {
+					add(Deleted(types.UID(w.UID))) // another object took the name
+				}
+				if it.ok {
+					add(r.enrich(b.kind, it.uid, it.obs))
+				} else if w.UID == "" {
+					fb.UIDs = append(fb.UIDs, [2]string{id, it.uid})
+				}
+				if n := r.notes[types.UID(it.uid)]; n != nil {
+					if o, ok := n.status.Observation(it.uid); ok {
+						add(o)
+					}
+				}
+			}
+		}
+		return fb
+	}
 	for _, it := range items {
 		known, fromStart := false, 0
 		for _, rt := range r.o.Runtimes {
-			id := runtimeid.ID{Runtime: rt, Namespace: it.ns, Kind: b.kind, Name: it.name}.String()
-			w, ok := recs[id]
+			w, ok := recs[runtimeid.ID{Runtime: rt, Namespace: it.ns, Kind: b.kind, Name: it.name}.String()]
 			if !ok || w.State.Terminal() {
 				continue
 			}
 			known = true
 			if !w.UpdatedAt.After(r.started) {
 				fromStart++ // live when the pass began
-			}
-			if !isLeased[id] {
-				continue
-			}
-			add := func(o Observation) {
-				ts = append(ts, store.Transition{RuntimeID: id, Type: o.Type, Message: o.Message, UID: o.UID, Time: now, Result: o.Result})
-			}
-			if w.UID != "" && w.UID != it.uid {
-				add(Deleted(types.UID(w.UID))) // another object took the name
-			}
-			if it.ok {
-				add(r.enrich(b.kind, it.uid, it.obs))
-			} else if w.UID == "" {
-				uidOnly = append(uidOnly, id, it.uid)
-			}
-			if n := r.notes[types.UID(it.uid)]; n != nil {
-				if o, ok := n.status.Observation(it.uid); ok {
-					add(o)
-				}
 			}
 		}
 		if h := keyHash(b.kind, it.ns, it.name); known {
@@ -455,12 +474,35 @@ func (r *reconciler) flush(ctx context.Context, b *batch) error {
 			}
 		}
 	}
-	for i := 0; i < len(uidOnly); i += 2 {
-		if err := r.st.SetUID(ctx, uidOnly[i], uidOnly[i+1]); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("monitor: %w", err)
-		}
+	if len(live) == 0 {
+		return nil
 	}
-	return r.apply(ctx, func(id string) store.State { return recs[id].State }, ts, leased)
+	before := func(id string) store.State { return recs[id].State }
+	// One transaction: the leases free, the UIDs, the transitions.
+	reg = trace.StartRegion(ctx, "reconcile apply")
+	leased, res, err := r.st.ApplyFree(ctx, r.o.Owner, live, r.o.LeaseTTL, build)
+	reg.End()
+	if errors.Is(err, store.ErrNotFound) {
+		// A record was removed meanwhile: lease, record one at a time, release.
+		leased, err := r.lease(ctx, live)
+		if err != nil {
+			return err
+		}
+		fb := build(leased)
+		for _, p := range fb.UIDs {
+			if err := r.st.SetUID(ctx, p[0], p[1]); err != nil && !errors.Is(err, store.ErrNotFound) {
+				_ = r.st.ReleaseLeases(context.WithoutCancel(ctx), r.o.Owner, leased...)
+				return fmt.Errorf("monitor: %w", err)
+			}
+		}
+		return r.apply(ctx, before, fb.Transitions, leased)
+	}
+	if err != nil {
+		return fmt.Errorf("monitor: record %d objects: %w", len(items), err)
+	}
+	r.sum.Reattached += len(leased)
+	r.count(before, res)
+	return nil
 }
 
 // enrich adds the exit code of the newest failed container to a job failure.
@@ -513,19 +555,29 @@ func (r *reconciler) lease(ctx context.Context, ids []string) ([]string, error) 
 func (r *reconciler) apply(ctx context.Context, before func(id string) store.State, ts []store.Transition, leased []string) error {
 	defer func() {
 		if len(leased) > 0 {
+			defer trace.StartRegion(ctx, "reconcile release").End()
 			_ = r.st.ReleaseLeases(context.WithoutCancel(ctx), r.o.Owner, leased...)
 		}
 	}()
 	if len(ts) == 0 {
 		return nil
 	}
+	reg := trace.StartRegion(ctx, "reconcile apply")
 	res, err := r.st.ApplyBatchNoSpecs(ctx, ts)
+	reg.End()
 	if errors.Is(err, store.ErrNotFound) {
 		res, _, err = applyEach(ctx, r.st, ts) // a record was removed meanwhile
 	}
 	if err != nil {
 		return fmt.Errorf("monitor: record %d events: %w", len(ts), err)
 	}
+	r.count(before, res)
+	return nil
+}
+
+// count counts what res changed (before is the state of a record before
+// the pass) and calls OnEvent with each event recorded.
+func (r *reconciler) count(before func(id string) store.State, res []store.Applied) {
 	after := map[string]store.State{}
 	for _, a := range res {
 		after[a.Workload.RuntimeID] = a.Workload.State
@@ -541,7 +593,6 @@ func (r *reconciler) apply(ctx context.Context, before func(id string) store.Sta
 			r.sum.Terminal++
 		}
 	}
-	return nil
 }
 
 // absent finds the records of kind whose object the stream did not show

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"runtime"
@@ -161,5 +162,83 @@ func TestReleaseManyLeases(t *testing.T) {
 	evs, err := s.Events(ctx, ids...)
 	if err != nil || len(evs) != 0 {
 		t.Fatalf("%d events, %v", len(evs), err)
+	}
+}
+
+// TestApplyFree checks that ApplyFree records what build makes of the IDs
+// no live owner holds, and leaves the leases as AcquireLeases, then
+// ReleaseLeases, of the same IDs would: a live owner's stays, a stale one
+// is gone; and that an unknown runtime ID records nothing.
+func TestApplyFree(t *testing.T) {
+	ctx := context.Background()
+	s, c := openTest(t)
+	host, _ := os.Hostname()
+	me := Owner{ID: "me", PID: os.Getpid(), Host: host}
+	live := Owner{ID: "live", PID: os.Getpid(), Host: host}
+	stale := Owner{ID: "stale", PID: os.Getpid(), Host: host}
+	const ttl = 30 * time.Second
+	var ids []string
+	for _, n := range []string{"a", "b", "c", "d"} {
+		w := workload("ns", "job", n)
+		mustPut(t, s, w)
+		ids = append(ids, w.RuntimeID)
+	}
+	a, b, cc, d := ids[0], ids[1], ids[2], ids[3]
+	if _, err := s.AcquireLeases(ctx, stale, []string{cc}, ttl); err != nil {
+		t.Fatal(err)
+	}
+	c.add(ttl + time.Second)
+	if _, err := s.AcquireLeases(ctx, live, []string{b}, ttl); err != nil {
+		t.Fatal(err)
+	}
+
+	calls := 0
+	free, res, err := s.ApplyFree(ctx, me, []string{a, b, cc, a}, ttl, func(free []string) FreeBatch {
+		calls++
+		var fb FreeBatch
+		for _, id := range free {
+			fb.Transitions = append(fb.Transitions, Transition{RuntimeID: id, Type: ContainerStarted, UID: "uid-" + id})
+		}
+		fb.UIDs = [][2]string{{d, "uid-d"}} // not leased here: only to check it is set
+		return fb
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{a, cc}, free); diff != "" || calls != 1 {
+		t.Errorf("free (-want +got):\n%s (build called %d times)", diff, calls)
+	}
+	if len(res) != 2 || !res[0].Applied || !res[1].Applied || res[0].Workload.State != StateRunning {
+		t.Errorf("res = %+v, want a and c started", res)
+	}
+	for id, want := range map[string]State{a: StateRunning, b: StateCreated, cc: StateRunning} {
+		w, err := s.Get(ctx, id)
+		if err != nil || w.State != want {
+			t.Errorf("%s: %s, %v; want %s", id, w.State, err, want)
+		}
+	}
+	if w, err := s.Get(ctx, d); err != nil || w.UID != "uid-d" {
+		t.Errorf("d's UID = %q, %v; want uid-d", w.UID, err)
+	}
+	// The leases: b's live owner keeps it; c's stale one is gone, and none is left to me.
+	for id, want := range map[string]string{a: "", b: "live", cc: "", d: ""} {
+		o, _, ok, err := s.LeaseHolder(ctx, id)
+		if err != nil || ok != (want != "") || ok && o.ID != want {
+			t.Errorf("lease of %s: %+v, %v, %v; want %q", id, o, ok, err, want)
+		}
+	}
+
+	// An unknown runtime ID: nothing is recorded, not even the UIDs.
+	_, _, err = s.ApplyFree(ctx, me, []string{d, "k8s-ns|job|gone"}, ttl, func(free []string) FreeBatch {
+		return FreeBatch{
+			UIDs:        [][2]string{{d, "uid-d2"}},
+			Transitions: []Transition{{RuntimeID: d, Type: ContainerStarted}, {RuntimeID: "k8s-ns|job|gone", Type: ContainerStarted}},
+		}
+	})
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("ApplyFree with an unknown ID: %v, want ErrNotFound", err)
+	}
+	if w, err := s.Get(ctx, d); err != nil || w.UID != "uid-d" || w.State != StateCreated {
+		t.Errorf("d after a failed ApplyFree: %s %q, %v; want created, uid-d", w.State, w.UID, err)
 	}
 }

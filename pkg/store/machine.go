@@ -405,7 +405,7 @@ func (s *Store) update(ctx context.Context, size int) (*sql.Stmt, error) {
 		return st, nil
 	}
 	row := "(" + placeholders(updateCols) + ")"
-	q := `UPDATE workloads SET state = v.column2, message = v.column3, uid = v.column4, epoch = v.column5,
+	q := `UPDATE OR FAIL workloads SET state = v.column2, message = v.column3, uid = v.column4, epoch = v.column5,
 	request = v.column6, expect = v.column7, updated_at = v.column8, reason = v.column9, exit_code = v.column10,
 	started_at = v.column11, finished_at = v.column12
 FROM (VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", size), ", ") + `) AS v
