@@ -275,6 +275,7 @@ func (f *Factory) RESTConfig(ctxName string) (*rest.Config, error) {
 	// Lists and watches are few; a burst of lifecycle calls over many IDs
 	// should not queue behind client-go's default 5 QPS.
 	rc.QPS, rc.Burst = 50, 100
+	boundStreamBuffers(rc)
 	return rc, nil
 }
 

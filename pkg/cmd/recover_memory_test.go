@@ -115,7 +115,7 @@ const flatChildEnv = "GOBRAVE_TEST_FLAT_CHILD"
 func commandPeak(t *testing.T, n int, args []string, check func(n int, out string) error) uint64 {
 	t.Helper()
 	api := &genapi.Server{N: n, Namespaces: 1}
-	f, srv := genFactory(t, api)
+	f, srv := genFactoryTLS(t, api)
 	defer srv.Close()
 	// The events printed are not kept: a buffer of them would grow with N.
 	out, errOut := &tail{}, &bytes.Buffer{}
@@ -162,6 +162,34 @@ func genFactory(t *testing.T, api *genapi.Server) (*cmd.Factory, *httptest.Serve
 	f.NewClient = func(string) (kubernetes.Interface, error) {
 		return kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1})
 	}
+	return f, srv
+}
+
+// genFactoryTLS is genFactory over TLS and HTTP/2, as a real API server
+// serves, with the plugin's own clients (Factory.RESTConfig and its
+// transport, from a kubeconfig) rather than test-made ones: the part of a
+// stream the command has not read yet waits in the client's HTTP/2 buffers,
+// in the heap measured (over HTTP/1.1 it waits in the kernel's socket
+// buffer, and no client setting shows).
+func genFactoryTLS(t *testing.T, api *genapi.Server) (*cmd.Factory, *httptest.Server) {
+	t.Helper()
+	f, plain := genFactory(t, api)
+	plain.Close()
+	srv := httptest.NewUnstartedServer(api)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: gen, cluster: {server: %q, insecure-skip-tls-verify: true}}]
+users: [{name: gen, user: {token: gen}}]
+contexts: [{name: gen, context: {cluster: gen, user: gen}}]
+current-context: gen
+`, srv.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.NewClient = nil
+	f.ConfigFlags.KubeConfig = &kubeconfig
 	return f, srv
 }
 

@@ -1,0 +1,395 @@
+//go:build linux
+
+// Command recmem measures the peak RSS of `kubectl gobrave recover --once`
+// over N workloads served by a generated API server (internal/genapi: each
+// object generated as it is written, running, with the gobrave.dev/spec
+// annotation and managedFields), without a cluster:
+//
+//	go run ./hack/recmem -n 100000 -plugin bin/kubectl-gobrave
+//	go run ./hack/recmem -n 100000 -plugin /tmp/main-plugin,bin/kubectl-gobrave -reps 3
+//
+// It seeds a state database with the N records as created, not started
+// (genapi.Server.Seed; kept in -cache and copied for each run). The server
+// serves every workload running, so each record has changed while nothing
+// watched and recover records N transitions, as in `make bench`. It runs
+// the plugin's `recover --once --state-db COPY` against the server, samples
+// /proc/PID/status every -sample (VmHWM, and RssAnon/RssFile/RssShmem at the
+// highest VmRSS seen), and prints the peak, the split at the peak, the CPU
+// time (user+system, from the kernel at exit), the wall time and the
+// requests. With several comma-separated -plugin binaries and -reps > 1 the
+// runs are interleaved (A B A B ...), so that the load of the machine hits
+// them alike; the medians close the output.
+//
+// genapi serves JSON; a real API server serves client-go protobuf, which
+// decodes with less garbage: compare the numbers here with each other (A/B),
+// and with `make bench` only as a shape.
+//
+// With -inproc the command runs in this process instead, and the program
+// writes a heap profile (-heapprofile) at the highest in-use heap it samples
+// (and FILE.end after a collection at the end), to see what the peak is made of.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"runtime/metrics"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/gobrave/kubectl-gobrave/internal/genapi"
+	"github.com/gobrave/kubectl-gobrave/pkg/cmd"
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
+)
+
+func main() {
+	n := flag.Int("n", 10000, "workloads (half deployments, half jobs)")
+	nss := flag.Int("namespaces", 100, "namespaces they are spread over (the bench's default)")
+	plugin := flag.String("plugin", "bin/kubectl-gobrave", "the built plugin; several, comma-separated, to compare them (A/B); PATH@K=V;K=V adds environment variables (e.g. GOMEMLIMIT) to that run")
+	reps := flag.Int("reps", 1, "runs of each plugin, interleaved")
+	sample := flag.Duration("sample", 2*time.Millisecond, "how often /proc/PID/status is read")
+	cache := flag.String("cache", filepath.Join(os.TempDir(), "recmem"), "where the seeded databases are kept")
+	inproc := flag.Bool("inproc", false, "run the command in this process and profile its heap")
+	heapProfile := flag.String("heapprofile", "", "with -inproc: write the heap profile at the sampled peak here")
+	smaps = flag.String("smaps", "", "write /proc/PID/smaps at the highest VmRSS sampled here (what each mapping holds)")
+	useTLS = flag.Bool("tls", false, "serve HTTP/2 over TLS, as a real API server does (the client's HTTP/2 flow-control buffers count then)")
+	extra := flag.String("args", "", "more arguments for recover, space-separated (e.g. \"-o json\")")
+	flag.Parse()
+	if err := run(*n, *nss, strings.Split(*plugin, ","), *reps, *sample, *cache, *inproc, *heapProfile, strings.Fields(*extra)); err != nil {
+		fmt.Fprintln(os.Stderr, "recmem:", err)
+		os.Exit(1)
+	}
+}
+
+var (
+	smaps  *string
+	useTLS *bool
+)
+
+// seeded returns the path of the seeded database of n records over nss
+// namespaces, seeding it the first time.
+func seeded(ctx context.Context, srv *genapi.Server, cacheDir string) (string, error) {
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return "", err
+	}
+	seed := filepath.Join(cacheDir, fmt.Sprintf("seed-%d-%d.db", srv.N, srv.Namespaces))
+	if _, err := os.Stat(seed); err == nil {
+		return seed, nil
+	}
+	start := time.Now()
+	st, err := store.Open(ctx, seed+".tmp")
+	if err != nil {
+		return "", err
+	}
+	if err := srv.Seed(ctx, st); err != nil {
+		st.Close()
+		return "", err
+	}
+	if err := st.Close(); err != nil {
+		return "", err
+	}
+	if err := os.Rename(seed+".tmp", seed); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(os.Stderr, "seeded %d records in %s\n", srv.N, time.Since(start).Round(time.Second))
+	return seed, nil
+}
+
+// copyFile copies the seeded database (a plain file: Close checkpointed it).
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// result is one run's measurement.
+type result struct {
+	plugin                 string
+	hwm, anon, file, shmem int64 // KiB; anon/file/shmem at the highest VmRSS sampled
+	cpu, user, sys, wall   time.Duration
+	requests               int64
+	summary                string
+}
+
+func run(n, nss int, plugins []string, reps int, every time.Duration, cacheDir string, inproc bool, heapProfile string, extra []string) error {
+	ctx := context.Background()
+	srv := &genapi.Server{N: n, Namespaces: nss}
+	seed, err := seeded(ctx, srv, cacheDir)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "recmem-run")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	hs := httptest.NewUnstartedServer(srv)
+	insecure := ""
+	if *useTLS {
+		hs.EnableHTTP2 = true
+		hs.StartTLS()
+		insecure = ", insecure-skip-tls-verify: true"
+	} else {
+		hs.Start()
+	}
+	defer hs.Close()
+	kc := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kc, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: gen, cluster: {server: %q%s}}]
+users: [{name: gen, user: {token: gen}}]
+contexts: [{name: gen, context: {cluster: gen, user: gen}}]
+current-context: gen
+`, hs.URL, insecure)), 0o600); err != nil {
+		return err
+	}
+	db := filepath.Join(dir, "state.db")
+	args := append([]string{"recover", "--once", "--state-db", db, "--kubeconfig", kc}, extra...)
+	if inproc {
+		if err := copyFile(seed, db); err != nil {
+			return err
+		}
+		return runInProc(ctx, args, n, dir, heapProfile, srv)
+	}
+	byPlugin := map[string][]result{}
+	for r := range reps {
+		for _, p := range plugins {
+			// a fresh copy each run: every record changed again
+			for _, suffix := range []string{"", "-wal", "-shm"} {
+				_ = os.Remove(db + suffix)
+			}
+			if err := copyFile(seed, db); err != nil {
+				return err
+			}
+			before := srv.Requests.Load()
+			res, err := runOne(p, args, dir, every)
+			if err != nil {
+				return err
+			}
+			res.requests = srv.Requests.Load() - before
+			if !strings.Contains(res.summary, fmt.Sprintf("changed %d,", n)) && !strings.Contains(res.summary, fmt.Sprintf(`"changed": %d`, n)) {
+				return fmt.Errorf("%s printed %q, want every one of the %d records changed", p, res.summary, n)
+			}
+			byPlugin[p] = append(byPlugin[p], res)
+			fmt.Printf("N=%d run %d %s: peak RSS %.1f MiB (at the peak: anon %.1f, file %.1f, shmem %.1f); CPU %.2f s (user %.2f, sys %.2f); wall %.2f s; %d requests; load %s\n",
+				n, r+1, p, mib(res.hwm), mib(res.anon), mib(res.file), mib(res.shmem), res.cpu.Seconds(), res.user.Seconds(), res.sys.Seconds(), res.wall.Seconds(), res.requests, loadavg())
+		}
+	}
+	if reps > 1 {
+		for _, p := range plugins {
+			rs := byPlugin[p]
+			med := func(f func(result) float64) float64 {
+				v := make([]float64, len(rs))
+				for i, r := range rs {
+					v[i] = f(r)
+				}
+				slices.Sort(v)
+				return v[len(v)/2]
+			}
+			fmt.Printf("N=%d median of %d %s: peak RSS %.1f MiB (anon %.1f, file %.1f); CPU %.2f s; wall %.2f s\n", n, len(rs), p,
+				med(func(r result) float64 { return mib(r.hwm) }), med(func(r result) float64 { return mib(r.anon) }), med(func(r result) float64 { return mib(r.file) }),
+				med(func(r result) float64 { return r.cpu.Seconds() }), med(func(r result) float64 { return r.wall.Seconds() }))
+		}
+	}
+	return nil
+}
+
+// runOne runs the plugin once, sampling its memory until it exits.
+func runOne(plugin string, args []string, dir string, every time.Duration) (result, error) {
+	res := result{plugin: plugin}
+	path, env, _ := strings.Cut(plugin, "@")
+	c := exec.Command(path, args...)
+	c.Env = append(os.Environ(), "HOME="+dir, "GOBRAVE_HOME="+dir)
+	if env != "" {
+		c.Env = append(c.Env, strings.Split(env, ";")...)
+	}
+	out := &tail{}
+	var errOut bytes.Buffer
+	c.Stdout = out
+	c.Stderr = &errOut
+	if p := os.Getenv("RECMEM_STDERR"); p != "" {
+		// e.g. with GODEBUG=gctrace=1: the plugin's stderr to this file too
+		f, err := os.Create(p)
+		if err != nil {
+			return res, err
+		}
+		defer f.Close()
+		c.Stderr = io.MultiWriter(&errOut, f)
+	}
+	start := time.Now()
+	if err := c.Start(); err != nil {
+		return res, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	var rss int64
+	status := fmt.Sprintf("/proc/%d/status", c.Process.Pid)
+	for {
+		select {
+		case err := <-done:
+			res.wall = time.Since(start)
+			if err != nil {
+				return res, fmt.Errorf("%s: %v: %s", plugin, err, errOut.String())
+			}
+			// Not ru_maxrss: Go starts the child with clone(CLONE_VM|CLONE_VFORK), and
+			// Linux carries this program's own peak into the child's ru_maxrss at exec
+			// (see hack/bench/launch). VmHWM is the child's own memory's, and monotonic:
+			// the last sample misses at most the final -sample of the run.
+			res.user, res.sys = c.ProcessState.UserTime(), c.ProcessState.SystemTime()
+			res.cpu = res.user + res.sys
+			res.summary = lastLine(string(out.b))
+			return res, nil
+		case <-tick.C:
+			f := readStatus(status)
+			if f == nil {
+				continue
+			}
+			res.hwm = max(res.hwm, f["VmHWM"])
+			if f["VmRSS"] > rss {
+				rss = f["VmRSS"]
+				res.anon, res.file, res.shmem = f["RssAnon"], f["RssFile"], f["RssShmem"]
+				if *smaps != "" {
+					if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", c.Process.Pid)); err == nil {
+						_ = os.WriteFile(*smaps, b, 0o644)
+					}
+				}
+			}
+		}
+	}
+}
+
+// readStatus reads the kB fields of /proc/PID/status; nil when the process is gone.
+func readStatus(path string) map[string]int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	m := map[string]int64{}
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok || !strings.HasSuffix(v, " kB") {
+			continue
+		}
+		var kib int64
+		if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d", &kib); err == nil {
+			m[k] = kib
+		}
+	}
+	return m
+}
+
+// runInProc runs the command in this process, sampling the in-use heap; the
+// heap profile is written at its peak.
+func runInProc(ctx context.Context, args []string, n int, dir, heapProfile string, srv *genapi.Server) error {
+	f := cmd.NewFactory()
+	f.Home = filepath.Join(dir, "home")
+	f.Getenv = func(string) string { return "" }
+	out := &tail{}
+	streams := genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: os.Stderr}
+	root := cmd.NewCmdRoot(f, streams)
+	root.SetArgs(args)
+	goruntime.GC()
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}, {Name: "/memory/classes/total:bytes"}}
+	metrics.Read(s)
+	base := s[0].Value.Uint64()
+	errc := make(chan error, 1)
+	start := time.Now()
+	go func() { errc <- root.ExecuteContext(ctx) }()
+	var peak, peakTotal uint64
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	var lastProfile uint64
+	var err error
+loop:
+	for {
+		select {
+		case err = <-errc:
+			break loop
+		case <-tick.C:
+			metrics.Read(s)
+			v := s[0].Value.Uint64()
+			peak = max(peak, v)
+			peakTotal = max(peakTotal, s[3].Value.Uint64())
+			if heapProfile != "" && v > lastProfile+lastProfile/20 {
+				lastProfile = v
+				if pf, err := os.Create(heapProfile); err == nil {
+					_ = pprof.Lookup("heap").WriteTo(pf, 0)
+					pf.Close()
+				}
+			}
+		}
+	}
+	took := time.Since(start)
+	_ = f.Close()
+	metrics.Read(s)
+	if heapProfile != "" {
+		goruntime.GC()
+		if pf, err := os.Create(heapProfile + ".end"); err == nil {
+			_ = pprof.Lookup("heap").WriteTo(pf, 0)
+			pf.Close()
+		}
+	}
+	fmt.Printf("in process, N=%d: %s in %s; peak heap objects %.1f MiB above %.1f MiB; peak runtime total %.1f MiB; GOGC %d, GOMEMLIMIT %d; %d API requests (err %v)\n",
+		n, lastLine(string(out.b)), took.Round(10*time.Millisecond), float64(peak-base)/(1<<20), float64(base)/(1<<20), float64(peakTotal)/(1<<20),
+		s[1].Value.Uint64(), s[2].Value.Uint64(), srv.Requests.Load(), err)
+	return err
+}
+
+// tail keeps the last 4 KiB written to it.
+type tail struct {
+	b []byte
+	n atomic.Int64
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.n.Add(int64(len(p)))
+	t.b = append(t.b, p...)
+	if len(t.b) > 4096 {
+		t.b = append(t.b[:0:0], t.b[len(t.b)-4096:]...)
+	}
+	return len(p), nil
+}
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if i := strings.LastIndex(s, "\n"); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+func mib(kib int64) float64 { return float64(kib) / 1024 }
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
+}
