@@ -252,7 +252,7 @@ func newApplier(ctx context.Context, s *Store, tx *sql.Tx, ts []Transition, spec
 		}
 	}
 	raw := make(map[string][]byte, len(ids))
-	q, err := s.readRecords(ctx)
+	q, err := s.readRecords(ctx, specs)
 	if err != nil {
 		a.close()
 		return nil, err
@@ -383,17 +383,23 @@ const updateCols = 12
 
 // readRecords returns the statement that reads the records of a JSON array
 // of runtime IDs (one parameter, whatever the batch's size), prepared once.
-func (s *Store) readRecords(ctx context.Context) (*sql.Stmt, error) {
+// Without specs it reads NULL for the spec: SQLite then never reads the
+// column, most of a record's bytes and often on overflow pages of its own.
+func (s *Store) readRecords(ctx context.Context, specs bool) (*sql.Stmt, error) {
 	s.stmtMu.Lock()
 	defer s.stmtMu.Unlock()
-	if s.readRecs != nil {
-		return s.readRecs, nil
+	i, cols := 0, strings.Replace(workloadColumns, " spec,", " NULL,", 1)
+	if specs {
+		i, cols = 1, workloadColumns
 	}
-	st, err := s.db.PrepareContext(ctx, "SELECT rowid, "+workloadColumns+" FROM workloads WHERE runtime_id IN (SELECT value FROM json_each(?))")
+	if s.readRecs[i] != nil {
+		return s.readRecs[i], nil
+	}
+	st, err := s.db.PrepareContext(ctx, "SELECT rowid, "+cols+" FROM workloads WHERE runtime_id IN (SELECT value FROM json_each(?))")
 	if err != nil {
 		return nil, err
 	}
-	s.readRecs = st
+	s.readRecs[i] = st
 	return st, nil
 }
 

@@ -81,7 +81,7 @@ type Store struct {
 
 	stmtMu   sync.Mutex
 	updates  map[int]*sql.Stmt // ApplyBatch's record writes, by rows (see flush)
-	readRecs *sql.Stmt         // ApplyBatch's record read (see readRecords)
+	readRecs [2]*sql.Stmt      // ApplyBatch's record read, without and with the spec (see readRecords)
 }
 
 // Retries reports how often this store tried again after SQLITE_BUSY.
@@ -239,9 +239,11 @@ func (s *Store) Close() error {
 		st.Close()
 	}
 	s.updates = nil
-	if s.readRecs != nil {
-		s.readRecs.Close()
-		s.readRecs = nil
+	for i, st := range s.readRecs {
+		if st != nil {
+			st.Close()
+			s.readRecs[i] = nil
+		}
 	}
 	s.stmtMu.Unlock()
 	if err := s.db.Close(); err != nil {
