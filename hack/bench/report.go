@@ -209,6 +209,7 @@ func (s *scaleResult) markdown(w func(string, ...any)) {
 			w("| %s | %d | %s | %s | %s | %s | %d |\n", d.label, d.d.n, ms3(d.d.mind), ms3(d.d.p50), ms3(d.d.p99), ms3(d.d.maxd), d.d.neg)
 		}
 		w("\n")
+		writeLatencyExtra(w, l)
 		w("The two clocks are this machine's, but the benchmark's watch is a process competing for the same CPUs as the monitor: when the monitor's watch delivers first, a delay is below 0 (column \"below 0\"), and the watch-based figures are a lower bound by the watch's own lag. The `lastTransitionTime`-based rows bound it from above (whole seconds, 0–1 s late).\n\n")
 		m := l.monitor
 		w("- `monitor --all --follow` during the phase: %d requests (%d per object): %s; peak RSS %s MiB, CPU %.1f s; it printed the last exit %s after the benchmark's watch saw the last completion.\n",
