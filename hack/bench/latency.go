@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,12 +53,18 @@ type latencyResult struct {
 	lineFromCond  dist          // monitor's stdout line (after the commit) − lastTransitionTime
 	lineFromWatch dist          // monitor's stdout line − first seen by the watch
 	condToWatch   dist          // watch − lastTransitionTime: the bias of the second-resolution time
-	monitor       measured
-	monitorLast   time.Duration // last completion seen → monitor printed the last exit
-	initial       time.Duration // monitor start → its line of the (N+L)th change (approximate: from the driver's clock)
-	kwait         *measured
-	kwaitLast     time.Duration // last completion seen → kubectl wait returned
-	missing       int
+	// The watch inside the driver (the clock of reports before latwatch) against latwatch's.
+	lineFromWatchIn dist // monitor's line − first seen by the driver's in-process watch
+	watchToWatchIn  dist // driver's in-process watch − latwatch: how late the driver's watch is
+	lineFromFirst   dist // monitor's line − the earliest any watcher saw Complete (never below 0)
+	trace           writerTrace
+	baseline        *baselineResult // -latency-baseline: the other binary, side by side
+	monitor         measured
+	monitorLast     time.Duration // last completion seen → monitor printed the last exit
+	initial         time.Duration // monitor start → its line of the (N+L)th change (approximate: from the driver's clock)
+	kwait           *measured
+	kwaitLast       time.Duration // last completion seen → kubectl wait returned
+	missing         int
 }
 
 type seenJob struct {
@@ -94,11 +102,18 @@ func (s *scale) measureLatency(ctx context.Context) (*latencyResult, error) {
 		ids[m.s.Name] = id.String()
 	}
 
-	// The benchmark's own watch of the latency jobs.
+	// The benchmark's clock: a watch of the latency jobs only (their namespace and label), in a
+	// process of its own (latwatch); and, for comparison with earlier reports, the same watch
+	// inside this driver.
 	var mu sync.Mutex
-	seen := map[string]seenJob{}
+	seen, seenIn := map[string]seenJob{}, map[string]seenJob{}
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
+	stopWatch, err := s.startLatwatch(wctx, ns, &mu, seen)
+	if err != nil {
+		return res, err
+	}
+	defer stopWatch()
 	wc, err := s.watchClient()
 	if err != nil {
 		return res, err
@@ -115,8 +130,8 @@ func (s *scale) measureLatency(ctx context.Context) (*latencyResult, error) {
 		for _, cnd := range j.Status.Conditions {
 			if cnd.Type == batchv1.JobComplete && cnd.Status == corev1.ConditionTrue {
 				mu.Lock()
-				if _, ok := seen[j.Name]; !ok {
-					seen[j.Name] = seenJob{cond: cnd.LastTransitionTime.Time, watch: now}
+				if _, ok := seenIn[j.Name]; !ok {
+					seenIn[j.Name] = seenJob{cond: cnd.LastTransitionTime.Time, watch: now}
 				}
 				mu.Unlock()
 			}
@@ -134,56 +149,49 @@ func (s *scale) measureLatency(ctx context.Context) (*latencyResult, error) {
 
 	// monitor --all --follow: every record (N + L) first changes once (the running slice and the
 	// latency jobs start, the deployments at 0 exit, the suspended jobs pause), then the L jobs exit.
+	// With -latency-baseline a second monitor (another binary, its own copy of the database) runs
+	// side by side and sees the same release.
 	latID := map[string]bool{}
 	for _, id := range ids {
 		latID[id] = true
 	}
-	allRecorded := make(chan struct{})
-	printed := map[string]time.Time{}
-	var monErr error
-	var monWG, kwWG sync.WaitGroup
 	mctx, mcancel := context.WithCancel(ctx)
-	defer func() { mcancel(); monWG.Wait(); kwWG.Wait() }()
-	initial, exited := 0, 0
 	want := s.n + L
-	var recordedAt time.Time
-	monWG.Go(func() {
-		res.monitor, monErr = s.cl.run(mctx, procSpec{
-			argv: []string{s.o.plugin, "monitor", "--all", "--follow", "-o", "json", "--state-db", db},
-			env:  s.cl.env,
-			ua:   pluginUA,
-			until: func(line string, at time.Time) bool {
-				var e struct{ RuntimeID, Type string }
-				if json.Unmarshal([]byte(line), &e) != nil || e.Type == "" {
-					return false
-				}
-				if initial < want {
-					if initial++; initial == want {
-						recordedAt = at
-						close(allRecorded)
-					}
-					return false
-				}
-				if e.Type == string(store.ContainerExited) && latID[e.RuntimeID] {
-					mu.Lock()
-					printed[e.RuntimeID] = at
-					mu.Unlock()
-					exited++
-				}
-				return exited == L
-			},
-			timeout: 60 * time.Minute,
-		})
-	})
-	monStart := time.Now()
-	select {
-	case <-allRecorded:
-		res.initial = recordedAt.Sub(monStart)
-	case <-ctx.Done():
-		return res, ctx.Err()
-	case <-time.After(40 * time.Minute):
-		return res, fmt.Errorf("monitor --all did not record %d changes in 40 minutes (%d)", want, initial)
+	mons := []*latMonitor{{plugin: s.o.plugin, db: db, ua: pluginUA}}
+	if s.o.latencyBaseline != "" {
+		db2, err := s.dbCopy()
+		if err != nil {
+			mcancel()
+			return res, err
+		}
+		if err := record(ctx, db2, made); err != nil {
+			mcancel()
+			return res, err
+		}
+		mons = append(mons, &latMonitor{plugin: s.o.latencyBaseline, db: db2})
 	}
+	var kwWG sync.WaitGroup
+	defer func() {
+		mcancel()
+		for _, m := range mons {
+			m.wg.Wait()
+		}
+		kwWG.Wait()
+	}()
+	monStart := time.Now()
+	for _, m := range mons {
+		m.start(mctx, s, want, L, latID)
+	}
+	for _, m := range mons {
+		select {
+		case <-m.allRecorded:
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(40 * time.Minute):
+			return res, fmt.Errorf("monitor --all (%s) did not record %d changes in 40 minutes (%d)", m.plugin, want, m.initialCount())
+		}
+	}
+	res.initial = mons[0].recordedAt.Sub(monStart)
 	logf("N=%d latency: monitor --all has recorded every change; releasing %d jobs over 5 s, kubectl wait alongside", s.n, L)
 
 	// kubectl wait --for=condition=complete on the same jobs, side by side.
@@ -217,10 +225,14 @@ func (s *scale) measureLatency(ctx context.Context) (*latencyResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("release: %w", err)
 	}
-	monWG.Wait()
-	if monErr != nil {
-		return res, monErr
+	for _, m := range mons {
+		m.wg.Wait()
+		if m.err != nil {
+			return res, m.err
+		}
 	}
+	res.monitor = mons[0].m
+	res.trace = traceOf(mons[0].m.Stderr, relStart)
 	logf("N=%d latency: monitor recorded %d exits; waiting for kubectl wait", s.n, L)
 	kwWG.Wait()
 	if kwErr != nil {
@@ -228,6 +240,7 @@ func (s *scale) measureLatency(ctx context.Context) (*latencyResult, error) {
 	}
 	res.kwait = &kw
 	time.Sleep(500 * time.Millisecond)
+	stopWatch()
 	wcancel()
 
 	// The events rows.
@@ -250,14 +263,20 @@ func (s *scale) measureLatency(ctx context.Context) (*latencyResult, error) {
 			row[e.RuntimeID] = e.Time
 		}
 	}
+	baseRow := map[string]time.Time{}
+	if len(mons) > 1 {
+		if baseRow, err = exitRows(ctx, mons[1].db, idList); err != nil {
+			return res, err
+		}
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	var rc, rw, lc, lw, cw []time.Duration
+	var rc, rw, lc, lw, cw, lwIn, cwIn, bw, le, be []time.Duration
 	var firstSeen, lastSeen time.Time
 	for name, id := range ids {
 		sj, ok := seen[name]
 		rt, ok2 := row[id]
-		pt, ok3 := printed[id]
+		pt, ok3 := mons[0].printed[id]
 		if !ok || !ok2 || !ok3 {
 			res.missing++
 			continue
@@ -267,6 +286,25 @@ func (s *scale) measureLatency(ctx context.Context) (*latencyResult, error) {
 		lc = append(lc, pt.Sub(sj.cond))
 		lw = append(lw, pt.Sub(sj.watch))
 		cw = append(cw, sj.watch.Sub(sj.cond))
+		// The earliest any watcher saw it: latwatch, the driver's watch, the monitor's handler
+		// (the events row's time), the baseline's handler. Never later than the event reached a
+		// watcher, so a delay from it is never below 0 and never flattering.
+		first := minTime(sj.watch, rt)
+		if si, ok := seenIn[name]; ok {
+			lwIn = append(lwIn, pt.Sub(si.watch))
+			cwIn = append(cwIn, si.watch.Sub(sj.watch))
+			first = minTime(first, si.watch)
+		}
+		if len(mons) > 1 {
+			if bt, ok := mons[1].printed[id]; ok {
+				bw = append(bw, bt.Sub(sj.watch))
+				if brt, ok := baseRow[id]; ok {
+					first = minTime(first, brt)
+					be = append(be, bt.Sub(first))
+				}
+			}
+		}
+		le = append(le, pt.Sub(first))
 		if firstSeen.IsZero() || sj.watch.Before(firstSeen) {
 			firstSeen = sj.watch
 		}
@@ -277,9 +315,14 @@ func (s *scale) measureLatency(ctx context.Context) (*latencyResult, error) {
 	res.rowFromCond, res.rowFromWatch = distOf(rc), distOf(rw)
 	res.lineFromCond, res.lineFromWatch = distOf(lc), distOf(lw)
 	res.condToWatch = distOf(cw)
+	res.lineFromWatchIn, res.watchToWatchIn = distOf(lwIn), distOf(cwIn)
+	res.lineFromFirst = distOf(le)
+	if len(mons) > 1 {
+		res.baseline = &baselineResult{plugin: mons[1].plugin, monitor: mons[1].m, lineFromWatch: distOf(bw), lineFromFirst: distOf(be), trace: traceOf(mons[1].m.Stderr, relStart)}
+	}
 	res.completions = lastSeen.Sub(firstSeen)
 	var lastPrinted time.Time
-	for _, t := range printed {
+	for _, t := range mons[0].printed {
 		if t.After(lastPrinted) {
 			lastPrinted = t
 		}
@@ -295,4 +338,191 @@ func (s *scale) measureLatency(ctx context.Context) (*latencyResult, error) {
 // watchClient is a client for the benchmark's own watch, with its own User-Agent.
 func (s *scale) watchClient() (kubernetes.Interface, error) {
 	return newClient(s.cl.kubeconfig, "gobrave-bench/1 (watch)")
+}
+
+// latMonitor is one `monitor --all --follow` of the latency phase.
+type latMonitor struct {
+	plugin, db, ua string
+
+	wg          sync.WaitGroup
+	allRecorded chan struct{}
+	mu          sync.Mutex
+	initial     int
+	recordedAt  time.Time
+	printed     map[string]time.Time // runtime ID → its exit line read
+	m           measured
+	err         error
+}
+
+// start runs the monitor until it has printed the exits of the L latency IDs, after the want
+// changes of the initial sync; allRecorded is closed after those.
+func (lm *latMonitor) start(ctx context.Context, s *scale, want, L int, latID map[string]bool) {
+	lm.allRecorded = make(chan struct{})
+	lm.printed = map[string]time.Time{}
+	exited := 0
+	lm.wg.Go(func() {
+		lm.m, lm.err = s.cl.run(ctx, procSpec{
+			// -v=4: the writer's trace of each batch (pkg/monitor/writer.go), read by traceOf.
+			argv: []string{lm.plugin, "monitor", "--all", "--follow", "-o", "json", "--state-db", lm.db, "-v=4"},
+			env:  s.cl.env,
+			ua:   lm.ua,
+			until: func(line string, at time.Time) bool {
+				var e struct{ RuntimeID, Type string }
+				if json.Unmarshal([]byte(line), &e) != nil || e.Type == "" {
+					return false
+				}
+				lm.mu.Lock()
+				defer lm.mu.Unlock()
+				if lm.initial < want {
+					if lm.initial++; lm.initial == want {
+						lm.recordedAt = at
+						close(lm.allRecorded)
+					}
+					return false
+				}
+				if e.Type == string(store.ContainerExited) && latID[e.RuntimeID] {
+					lm.printed[e.RuntimeID] = at
+					exited++
+				}
+				return exited == L
+			},
+			timeout: 60 * time.Minute,
+		})
+	})
+}
+
+func (lm *latMonitor) initialCount() int {
+	lm.mu.Lock()
+	defer lm.mu.Unlock()
+	return lm.initial
+}
+
+// baselineResult is the second monitor of -latency-baseline.
+type baselineResult struct {
+	plugin        string
+	monitor       measured
+	lineFromWatch dist
+	lineFromFirst dist
+	trace         writerTrace
+}
+
+// writerTrace summarizes the writer's trace lines (klog -v=4, pkg/monitor/writer.go) logged
+// after the release began.
+type writerTrace struct {
+	batches                 int
+	waited, commit, onEvent dist // per batch: oldest observation's wait for the writer, the commit, OnEvent
+	polls                   dist // history polls of 1 ms or more
+}
+
+// traceOf reads the writer's trace lines of stderr logged at or after from. klog's header has
+// the local time to the microsecond, without the year.
+func traceOf(stderr string, from time.Time) writerTrace {
+	var t writerTrace
+	var waited, commit, onEvent, polls []time.Duration
+	for _, line := range strings.Split(stderr, "\n") {
+		at, ok := klogTime(line, from)
+		if !ok || at.Before(from) {
+			continue
+		}
+		switch {
+		case strings.Contains(line, `"monitor: batch recorded"`):
+			t.batches++
+			waited = append(waited, traceMs(line, "waitedMs"))
+			commit = append(commit, traceMs(line, "commitMs"))
+			onEvent = append(onEvent, traceMs(line, "onEventMs"))
+		case strings.Contains(line, `"monitor: history polled"`):
+			polls = append(polls, traceMs(line, "ms"))
+		}
+	}
+	t.waited, t.commit, t.onEvent, t.polls = distOf(waited), distOf(commit), distOf(onEvent), distOf(polls)
+	return t
+}
+
+// klogTime is the time in a klog header ("I1201 16:37:00.123456 ..."), in the year of ref.
+func klogTime(line string, ref time.Time) (time.Time, bool) {
+	if len(line) < 21 || !strings.ContainsRune("IWEF", rune(line[0])) {
+		return time.Time{}, false
+	}
+	t, err := time.ParseInLocation("0102 15:04:05.000000", line[1:21], time.Local)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t.AddDate(ref.Year(), 0, 0), true
+}
+
+// traceMs is the value of key=<milliseconds> in a klog structured line.
+func traceMs(line, key string) time.Duration {
+	i := strings.Index(line, " "+key+"=")
+	if i < 0 {
+		return 0
+	}
+	v := line[i+len(key)+2:]
+	if j := strings.IndexByte(v, ' '); j >= 0 {
+		v = v[:j]
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(f * float64(time.Millisecond))
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// exitRows reads the time of the ContainerExited events of ids in the database db.
+func exitRows(ctx context.Context, db string, ids []string) (map[string]time.Time, error) {
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	evs, err := st.Events(ctx, ids...)
+	if err != nil {
+		return nil, err
+	}
+	rows := map[string]time.Time{}
+	for _, e := range evs {
+		if e.Type == store.ContainerExited {
+			rows[e.RuntimeID] = e.Time
+		}
+	}
+	return rows, nil
+}
+
+// writeLatencyExtra reports the two clocks side by side, the baseline monitor and the writer's
+// trace, after the latency table.
+func writeLatencyExtra(w func(string, ...any), l *latencyResult) {
+	w("The benchmark's watch above is latwatch: a process of its own watching only the held jobs (their namespace and label). For comparison, the same watch inside the driver (the clock of reports before 2026-12-01 evening), on the same events:\n\n")
+	w("| from → to | n | min | p50 | p99 | max | below 0 |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	row := func(label string, d dist) {
+		w("| %s | %d | %s | %s | %s | %s | %d |\n", label, d.n, ms3(d.mind), ms3(d.p50), ms3(d.p99), ms3(d.maxd), d.neg)
+	}
+	row("**the earliest of latwatch, the driver's watch and the monitors' handlers sees Complete → monitor prints the event** (never below 0)", l.lineFromFirst)
+	row("driver's in-process watch first sees Complete → monitor prints the event", l.lineFromWatchIn)
+	row("latwatch sees Complete → the driver's in-process watch sees it", l.watchToWatchIn)
+	if b := l.baseline; b != nil {
+		row(fmt.Sprintf("baseline `%s`, side by side: latwatch → its line", b.plugin), b.lineFromWatch)
+		row("baseline, side by side: the earliest watcher → its line", b.lineFromFirst)
+	}
+	w("\n")
+	tr := func(who string, t writerTrace) {
+		if t.batches == 0 {
+			w("- %s: no writer trace after the release began (a binary without it).\n", who)
+			return
+		}
+		w("- %s, writer trace (-v=4) from the release on: %d batches; oldest observation's wait for the writer p50 %s p99 %s max %s; commit p50 %s p99 %s max %s; OnEvent (the lines) p99 %s max %s; %d history polls of 1 ms or more (max %s).\n",
+			who, t.batches, ms3(t.waited.p50), ms3(t.waited.p99), ms3(t.waited.maxd), ms3(t.commit.p50), ms3(t.commit.p99), ms3(t.commit.maxd),
+			ms3(t.onEvent.p99), ms3(t.onEvent.maxd), t.polls.n, ms3(t.polls.maxd))
+	}
+	tr("`monitor --all --follow` (-plugin)", l.trace)
+	if b := l.baseline; b != nil {
+		tr("baseline", b.trace)
+		w("- baseline `monitor --all --follow`: peak RSS %s MiB, CPU %.1f s (the request counts of -plugin's monitor include the baseline's: same User-Agent).\n", mib(b.monitor.MaxRSS), b.monitor.CPU.Seconds())
+	}
+	w("\n")
 }

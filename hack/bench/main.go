@@ -59,6 +59,8 @@ type options struct {
 	profileDir  string
 	baseline    string // another build of the plugin, run interleaved with -plugin (A/B)
 	hold        bool
+	// latencyBaseline: a second plugin binary whose monitor runs side by side in the latency phase
+	latencyBaseline string
 }
 
 func main() {
@@ -70,6 +72,8 @@ func main() {
 			os.Exit(recordMain(os.Args[2:]))
 		case "profile":
 			os.Exit(profileMain(os.Args[2:]))
+		case "latwatch":
+			os.Exit(latwatchMain(os.Args[2:])) // the latency phase's clock (latwatch.go)
 		case "idle":
 			os.Exit(0) // the floor of this binary's RSS, for the report
 		}
@@ -82,6 +86,7 @@ func main() {
 	flag.IntVar(&o.reps, "reps", 3, "runs of each plugin and kubectl measurement (the median is reported)")
 	flag.DurationVar(&o.slowOnce, "slow-once", time.Minute, "kubectl get runs once when its first run takes longer than this (0: always -reps times)")
 	flag.IntVar(&o.latencyJobs, "latency-jobs", 1000, "jobs released at once for the event-to-database latency (0: skip)")
+	flag.StringVar(&o.latencyBaseline, "latency-baseline", "", "another plugin binary (e.g. main's) whose monitor --all --follow runs side by side with -plugin's in the latency phase, on its own copy of the database: an A/B on the same release")
 	flag.StringVar(&o.running, "running", "1%", "workloads with a running pod (half deployments at 1 replica, half held jobs), a share of N (1%) or a number; the rest have none")
 	flag.IntVar(&o.nss, "namespaces", 100, "namespaces bench-000, bench-001, ... the load spreads over, the same at every N (at most N/2; 0 or 1: all in namespace bench)")
 	flag.BoolVar(&o.pauseIdle, "pause-idle", true, "create the deployments at 0 also paused, without a progress deadline (mapped the same; no ReplicaSets; the controller settles them with one write each); false: the controller makes a ReplicaSet for each, which 100,000 does not settle on 2 cores")
@@ -137,6 +142,14 @@ func main() {
 		}
 		if _, err := os.Stat(o.baseline); err != nil {
 			fatal(fmt.Errorf("-baseline: %w", err))
+		}
+	}
+	if o.latencyBaseline != "" {
+		if o.latencyBaseline, err = filepath.Abs(o.latencyBaseline); err != nil {
+			fatal(err)
+		}
+		if _, err := os.Stat(o.latencyBaseline); err != nil {
+			fatal(fmt.Errorf("-latency-baseline: %w", err))
 		}
 	}
 

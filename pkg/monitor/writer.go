@@ -7,8 +7,16 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/klog/v2"
+
 	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
+
+// traceLevel is the klog verbosity (-v) at which the writer logs each batch
+// it records: how long its oldest observation waited since the informer's
+// handler saw it, the commit, and OnEvent (the printed lines). The latency
+// phase of hack/bench reads these lines to split an event's delay.
+const traceLevel = 4
 
 // writeLoop is the single writer: it records queued observations in batches
 // (one transaction each), calls OnEvent, retires terminal IDs, and follows
@@ -30,7 +38,13 @@ func (m *Monitor) writeLoop(ctx context.Context, stop <-chan struct{}) error {
 				return err
 			}
 		case <-poll.C:
+			t := time.Now()
 			m.follow(ctx)
+			if v := klog.V(traceLevel); v.Enabled() {
+				if d := time.Since(t); d >= time.Millisecond {
+					v.InfoS("monitor: history polled", "ms", ms(d))
+				}
+			}
 		case <-stop:
 			return m.drain(ctx)
 		}
@@ -60,6 +74,7 @@ func (m *Monitor) drain(ctx context.Context) error {
 
 // record applies one batch of items.
 func (m *Monitor) record(ctx context.Context, items []item) error {
+	start := time.Now()
 	m.enrichFailures(ctx, items)
 	var ts []store.Transition
 	for _, it := range items {
@@ -79,6 +94,7 @@ func (m *Monitor) record(ctx context.Context, items []item) error {
 	if len(ts) == 0 {
 		return nil
 	}
+	applyStart := time.Now()
 	res, err := m.st.ApplyBatchNoSpecs(ctx, ts)
 	var gone []string
 	if errors.Is(err, store.ErrNotFound) {
@@ -114,15 +130,32 @@ func (m *Monitor) record(ctx context.Context, items []item) error {
 	}
 	m.mu.Unlock()
 
+	committed := time.Now()
 	if m.opts.OnEvent != nil {
 		for _, e := range events {
 			m.opts.OnEvent(e)
 		}
 	}
+	if v := klog.V(traceLevel); v.Enabled() {
+		oldest := start
+		for _, it := range items {
+			if !it.at.IsZero() && it.at.Before(oldest) {
+				oldest = it.at
+			}
+		}
+		v.InfoS("monitor: batch recorded", "transitions", len(ts), "events", len(events),
+			"waitedMs", ms(start.Sub(oldest)), "enrichMs", ms(applyStart.Sub(start)),
+			"commitMs", ms(committed.Sub(applyStart)), "onEventMs", ms(time.Since(committed)))
+	}
 	if retired {
 		signal(m.wake) // the control loop releases their leases
 	}
 	return nil
+}
+
+// ms is d in milliseconds, to 0.1 ms, for the trace.
+func ms(d time.Duration) float64 {
+	return float64(d.Round(100*time.Microsecond)) / float64(time.Millisecond)
 }
 
 // follow polls the history, one query for every ID of this Monitor, and

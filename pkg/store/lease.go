@@ -184,19 +184,39 @@ func (s *Store) ApplyFree(ctx context.Context, o Owner, ids []string, ttl time.D
 	return free, res, nil
 }
 
-// RenewLeases sets the heartbeat of all of o's leases to now.
+// renewChunk bounds the leases one transaction of RenewLeases renews. A
+// monitor of 100,000 IDs renews them every 5 s; in one UPDATE that held the
+// write lock about 0.4 s on a loaded machine, and the monitor's writer, whose
+// batches need the same lock, waited for it: the tail of its event-to-line
+// latency. Between chunks the writer gets its turn.
+var renewChunk = 2048
+
+// RenewLeases sets the heartbeat of all of o's leases to now, renewChunk
+// leases a transaction (in rowid order, a range of the owner index each).
 func (s *Store) RenewLeases(ctx context.Context, o Owner) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, "UPDATE leases SET heartbeat = ? WHERE owner = ?", toDB(s.now().UTC()), o.ID)
-		return err
-	})
-	if err != nil {
-		return s.fail("renew leases", err)
+	now := toDB(s.now().UTC())
+	var after int64 = -1 << 63
+	for {
+		var last sql.NullInt64
+		err := s.write(ctx, func(tx *sql.Tx) error {
+			if err := tx.QueryRowContext(ctx, "SELECT max(rowid) FROM (SELECT rowid FROM leases WHERE owner = ? AND rowid > ? ORDER BY rowid LIMIT ?)",
+				o.ID, after, renewChunk).Scan(&last); err != nil || !last.Valid {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, "UPDATE leases SET heartbeat = ? WHERE owner = ? AND rowid > ? AND rowid <= ?", now, o.ID, after, last.Int64)
+			return err
+		})
+		if err != nil {
+			return s.fail("renew leases", err)
+		}
+		if !last.Valid {
+			return nil
+		}
+		after = last.Int64
 	}
-	return nil
 }
 
 // ReleaseLeases gives up o's leases of ids, or all of o's leases when no ID

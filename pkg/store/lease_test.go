@@ -242,3 +242,44 @@ func TestApplyFree(t *testing.T) {
 		t.Errorf("d after a failed ApplyFree: %s %q, %v; want created, uid-d", w.State, w.UID, err)
 	}
 }
+
+// RenewLeases renews every lease of its owner, renewChunk a transaction, and
+// no lease of another owner.
+func TestRenewLeasesInChunks(t *testing.T) {
+	defer func(n int) { renewChunk = n }(renewChunk)
+	renewChunk = 3
+	ctx := context.Background()
+	s, c := openTest(t)
+	host, _ := os.Hostname()
+	me := Owner{ID: "me", PID: os.Getpid(), Host: host}
+	other := Owner{ID: "other", PID: os.Getpid(), Host: host}
+	t0 := c.now()
+	var mine []string
+	for i := range 10 {
+		id := string(rune('a' + i))
+		mine = append(mine, id)
+		if _, err := s.AcquireLeases(ctx, me, []string{id}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		// Interleaved with another owner's leases: the owner index's rowid ranges have gaps.
+		if _, err := s.AcquireLeases(ctx, other, []string{"o" + id}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.add(7 * time.Second)
+	if err := s.RenewLeases(ctx, me); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range mine {
+		if holder, beat, ok, err := s.LeaseHolder(ctx, id); err != nil || !ok || holder.ID != "me" || !beat.Equal(t0.Add(7*time.Second)) {
+			t.Errorf("LeaseHolder(%s) = %+v %v %v %v, want me renewed at t0+7s", id, holder, beat, ok, err)
+		}
+		if _, beat, ok, err := s.LeaseHolder(ctx, "o"+id); err != nil || !ok || !beat.Equal(t0) {
+			t.Errorf("LeaseHolder(o%s) heartbeat %v %v %v, want other's untouched at t0", id, beat, ok, err)
+		}
+	}
+	// No leases: nothing to do.
+	if err := s.RenewLeases(ctx, Owner{ID: "nobody", PID: 1, Host: host}); err != nil {
+		t.Fatal(err)
+	}
+}
