@@ -88,6 +88,8 @@ type Summary struct {
 	// Changed counts the IDs whose state an event recorded by this Run changed.
 	Changed int
 	// Terminal counts the IDs found terminal or made terminal during Run.
+	// Like Reattached, Changed and Terminal count an ID once each time it
+	// is added: nothing is kept of an ID once it is finished.
 	Terminal int
 }
 
