@@ -10,7 +10,10 @@
 // against it and reads its stdout until the plugin has printed the N events
 // it records (every workload started): the informers have synced and every
 // observation is in the database. Then it reads the plugin's peak RSS
-// (VmHWM), its CPU time and the requests it made, and stops it (SIGTERM).
+// (VmHWM), waits -settle (the monitor's first polls of the history after
+// the sync: the benchmark's RSS is the peak over the whole phase, and these
+// come within it) and reads it again, with its CPU time and the requests it
+// made, and stops it (SIGTERM).
 //
 // With -inproc the command runs in this process instead, and the program
 // writes a heap profile (-heapprofile) at the highest in-use heap it
@@ -50,12 +53,16 @@ func main() {
 	cache := flag.String("cache", filepath.Join(os.TempDir(), "monmem"), "where the seeded databases are kept")
 	inproc := flag.Bool("inproc", false, "run the command in this process and profile its heap")
 	heapProfile := flag.String("heapprofile", "", "with -inproc: write the heap profile at the sampled peak here")
+	flag.DurationVar(&settle, "settle", 3*time.Second, "how long the plugin runs on after the N-th event before its peak RSS is read again")
 	flag.Parse()
 	if err := run(*n, *nss, *plugin, *cache, *inproc, *heapProfile); err != nil {
 		fmt.Fprintln(os.Stderr, "monmem:", err)
 		os.Exit(1)
 	}
 }
+
+// settle is -settle.
+var settle time.Duration
 
 func run(n, nss int, plugin, cacheDir string, inproc bool, heapProfile string) error {
 	ctx := context.Background()
@@ -140,16 +147,19 @@ current-context: gen
 		lines++
 	}
 	took := time.Since(start)
-	hwm := vmHWM(c.Process.Pid)
-	_ = c.Process.Signal(syscall.SIGTERM)
+	hwmAtN := vmHWM(c.Process.Pid)
 	go func() { _, _ = io.Copy(io.Discard, out) }()
+	time.Sleep(settle)
+	hwm := vmHWM(c.Process.Pid)
+	rss := rssParts(c.Process.Pid)
+	_ = c.Process.Signal(syscall.SIGTERM)
 	werr := c.Wait()
 	if lines < n {
 		return fmt.Errorf("the plugin printed %d of %d events (%v): %s", lines, n, werr, errOut.String())
 	}
 	cpu := c.ProcessState.UserTime() + c.ProcessState.SystemTime()
-	fmt.Printf("N=%d namespaces=%d: %d events in %s; peak RSS %.1f MiB; CPU %.2f s (to the end); %d API requests; load %s\n",
-		n, nss, lines, took.Round(10*time.Millisecond), float64(hwm)/1024, cpu.Seconds(), srv.Requests.Load(), loadavg())
+	fmt.Printf("N=%d namespaces=%d: %d events in %s; peak RSS %.1f MiB (%.1f at the N-th event, then %s more); CPU %.2f s (to the end); %d API requests; load %s; RSS then %s\n",
+		n, nss, lines, took.Round(10*time.Millisecond), float64(hwm)/1024, float64(hwmAtN)/1024, settle, cpu.Seconds(), srv.Requests.Load(), loadavg(), rss)
 	return nil
 }
 
@@ -242,6 +252,23 @@ func vmHWM(pid int) int64 {
 		}
 	}
 	return -1
+}
+
+// rssParts is the anonymous, file-backed and shared parts of pid's RSS.
+func rssParts(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "?"
+	}
+	var parts []string
+	for _, l := range strings.Split(string(b), "\n") {
+		for _, k := range []string{"RssAnon:", "RssFile:", "RssShmem:"} {
+			if v, ok := strings.CutPrefix(l, k); ok {
+				parts = append(parts, k+" "+strings.Join(strings.Fields(v), " "))
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func loadavg() string {

@@ -76,7 +76,7 @@ func (m *Monitor) cachedTermination(id runtimeid.ID, uid string) *corev1.Contain
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	pods, ok := m.podsLocked(&subscription{id: id, uid: uid})
+	pods, ok := m.podsLocked(&subscription{id: id.String(), uid: uid})
 	if !ok {
 		return nil
 	}

@@ -154,8 +154,8 @@ func (m *Monitor) narrow(ctx context.Context, inf *informer) error {
 	m.mu.Lock()
 	nss := map[string]bool{}
 	for _, s := range m.subs {
-		if s.id.Kind == inf.kind {
-			nss[s.id.Namespace] = true
+		if ns, kind, _ := s.parts(); s.has(flagWatched) && kind == inf.kind {
+			nss[ns] = true
 		}
 	}
 	m.mu.Unlock()
@@ -286,14 +286,13 @@ func (m *Monitor) onObject(kind string, obj any, deleted bool) {
 	if !ok {
 		return
 	}
-	key := kind + "|" + ns + "|" + name
 	now := time.Now()
 	m.mu.Lock()
 	var items []item
-	if sub := m.subs[key]; sub != nil {
-		sub.outside = false
-		items = m.observeLocked(sub, obj, deleted, now)
-	}
+	m.watchedLocked(ns, kind, name, func(sub *subscription) {
+		sub.set(flagOutside, false)
+		items = append(items, m.observeLocked(sub, obj, deleted, now)...)
+	})
 	m.mu.Unlock()
 	m.enqueueWait(items...)
 }
@@ -309,7 +308,7 @@ func (m *Monitor) observeLocked(sub *subscription, obj any, deleted bool, at tim
 	}
 	add := func(o Observation) {
 		sub.last = hashOf(o)
-		items = append(items, item{ids: slices.Clone(sub.ids), obs: o, at: at})
+		items = append(items, item{ids: []string{sub.id}, obs: o, at: at})
 	}
 	defer func() {
 		if !deleted {
@@ -317,6 +316,10 @@ func (m *Monitor) observeLocked(sub *subscription, obj any, deleted bool, at tim
 			items = append(items, m.podObserveLocked(sub, at)...)
 		}
 	}()
+	if uid == sub.uid {
+		// The cache's string, not the record's copy: one string kept.
+		sub.uid = uid
+	}
 	if sub.uid != "" && uid != sub.uid {
 		if deleted {
 			return nil // an older or newer object of the same name went away
@@ -338,7 +341,7 @@ func (m *Monitor) observeLocked(sub *subscription, obj any, deleted bool, at tim
 	case ok && hashOf(o) != sub.last:
 		add(o) // carries the UID to the store
 	case firstUID && uid != "":
-		items = append(items, item{ids: slices.Clone(sub.ids), setUID: uid, at: at})
+		items = append(items, item{ids: []string{sub.id}, setUID: uid, at: at})
 	}
 	return items
 }
@@ -351,7 +354,7 @@ func (m *Monitor) goneLocked(sub *subscription, at time.Time) []item {
 		return nil
 	}
 	sub.last = h
-	return []item{{ids: slices.Clone(sub.ids), obs: o, at: at}}
+	return []item{{ids: []string{sub.id}, obs: o, at: at}}
 }
 
 // snapshotAll checks, once, every subscription the informer serves.
@@ -359,7 +362,7 @@ func (m *Monitor) snapshotAll(ctx context.Context, inf *informer) {
 	m.mu.Lock()
 	var subs []*subscription
 	for _, s := range m.subs {
-		if !s.snapshotted && s.id.Kind == inf.kind && (inf.namespace == "" || inf.namespace == s.id.Namespace) {
+		if ns, kind, _ := s.parts(); s.has(flagWatched) && !s.has(flagSnapshotted) && kind == inf.kind && (inf.namespace == "" || inf.namespace == ns) {
 			subs = append(subs, s)
 		}
 	}
@@ -374,14 +377,15 @@ func (m *Monitor) snapshotAll(ctx context.Context, inf *informer) {
 // confirmed by the next list of its namespace (confirmMissing), shared by
 // every object missing there.
 func (m *Monitor) snapshot(ctx context.Context, inf *informer, sub *subscription) {
-	obj, exists, err := inf.inf.GetIndexer().GetByKey(sub.id.Namespace + "/" + sub.id.Name)
+	ns, _, name := sub.parts()
+	obj, exists, err := inf.inf.GetIndexer().GetByKey(ns + "/" + name)
 	now := time.Now()
 	m.mu.Lock()
-	if m.subs[sub.id.Key()] != sub || sub.snapshotted {
+	if m.subs[sub.id] != sub || !sub.has(flagWatched) || sub.has(flagSnapshotted) {
 		m.mu.Unlock()
 		return
 	}
-	sub.snapshotted = true
+	sub.set(flagSnapshotted, true)
 	if err == nil && exists {
 		items := m.observeLocked(sub, obj, false, now)
 		m.mu.Unlock()
@@ -419,7 +423,8 @@ func (m *Monitor) confirmMissing(ctx context.Context) {
 	groups := map[string][]missing{}
 	var keys []string
 	for _, ms := range queued {
-		k := ms.sub.id.Kind + "|" + ms.sub.id.Namespace
+		ns, kind, _ := ms.sub.parts()
+		k := kind + "|" + ns
 		if groups[k] == nil {
 			keys = append(keys, k)
 		}
@@ -427,8 +432,9 @@ func (m *Monitor) confirmMissing(ctx context.Context) {
 	}
 	for _, k := range keys {
 		g := groups[k]
+		ns, kind, _ := g[0].sub.parts()
 		m.bg.Add(1)
-		go m.confirm(ctx, g[0].sub.id.Kind, g[0].sub.id.Namespace, g)
+		go m.confirm(ctx, kind, ns, g)
 	}
 }
 
@@ -453,7 +459,8 @@ func (m *Monitor) confirm(ctx context.Context, kind, ns string, group []missing)
 	}
 	want := make(map[string]bool, len(group))
 	for _, ms := range group {
-		want[ms.sub.id.Name] = true
+		_, _, name := ms.sub.parts()
+		want[name] = true
 	}
 	var found map[string]any
 	l, err := listerFor(m.client, kind, ns)
@@ -479,11 +486,12 @@ func (m *Monitor) confirm(ctx context.Context, kind, ns string, group []missing)
 	m.mu.Lock()
 	for _, ms := range group {
 		sub := ms.sub
-		if m.subs[sub.id.Key()] != sub {
+		if m.subs[sub.id] != sub || !sub.has(flagWatched) {
 			continue
 		}
-		if obj, ok := found[sub.id.Name]; ok {
-			sub.outside = true
+		_, _, name := sub.parts()
+		if obj, ok := found[name]; ok {
+			sub.set(flagOutside, true)
 			items = append(items, m.observeLocked(sub, obj, false, now)...)
 			continue
 		}
@@ -504,7 +512,7 @@ func (m *Monitor) recheckOutside() {
 	m.mu.Lock()
 	n := 0
 	for _, s := range m.subs {
-		if s.outside {
+		if s.has(flagOutside) {
 			m.missLocked(s)
 			n++
 		}

@@ -3,6 +3,7 @@ package monitor
 import (
 	"encoding/binary"
 	"hash/fnv"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
+	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
 
 // WorkloadLabel selects the objects gobrave manages; the informers list and
@@ -27,7 +29,7 @@ var Deleted = runtime.Deleted
 // compacted carries its observation already.
 func observe(obj any) (Observation, bool) {
 	if c, ok := obj.(*compacted); ok {
-		return c.obs, c.ok
+		return c.observation()
 	}
 	return runtime.Observe(obj)
 }
@@ -36,17 +38,109 @@ func observe(obj any) (Observation, bool) {
 var slim = runtime.Slim
 
 // compacted is what the workload informers keep of an object: its name,
-// namespace, UID and resourceVersion, and its observation, mapped by the
-// transform when the object arrives; no ObjectMeta (about 270 bytes of
+// namespace, UID and resourceVersion (client-go's store and its update
+// detection read them), and its observation, mapped by the transform when
+// the object arrives and encoded in place: the type as a byte, the times as
+// Unix nanoseconds, the exit code as a number, the observation's UID as the
+// object's (no pointers, no copies). No ObjectMeta (about 270 bytes of
 // mostly empty fields) but for the moments client-go asks for one
-// (GetObjectMeta, to compute a key). About 0.25 KiB with its strings,
-// where a Deployment or a Job slimmed (runtime.Slim) still takes about
-// 2 KiB as Go structs. Nothing reads a cached workload object but observe
-// and identity.
+// (GetObjectMeta, to compute a key). 128 bytes and its strings, where a
+// Deployment or a Job slimmed (runtime.Slim) still takes about 2 KiB as Go
+// structs. Nothing reads a cached workload object but observe and
+// identity: a late subscription reads its observation (snapshot).
 type compacted struct {
 	name, namespace, uid, rv string
-	obs                      Observation
-	ok                       bool
+	message, reason          string
+	started, finished        int64 // UnixNano, when flags say so
+	exitCode                 int32
+	typ                      uint8 // index in obsTypes
+	flags                    uint8 // obsOK, obsExit, obsStarted, obsFinished
+}
+
+// Bits of compacted.flags.
+const (
+	obsOK       = 1 << iota // the kind mapped the object
+	obsExit                 // exitCode is set
+	obsStarted              // started is set
+	obsFinished             // finished is set
+)
+
+// obsTypes are the event types of the cached observations, by index:
+// the few that the kinds' mappings return, added as they are met.
+var (
+	obsTypesMu sync.Mutex
+	obsTypes   = []store.EventType{""}
+)
+
+// typeIndex is the index of t in obsTypes, adding it when new.
+func typeIndex(t store.EventType) (uint8, bool) {
+	obsTypesMu.Lock()
+	defer obsTypesMu.Unlock()
+	for i, x := range obsTypes {
+		if x == t {
+			return uint8(i), true
+		}
+	}
+	if len(obsTypes) > 255 {
+		return 0, false
+	}
+	obsTypes = append(obsTypes, t)
+	return uint8(len(obsTypes) - 1), true
+}
+
+func typeAt(i uint8) store.EventType {
+	obsTypesMu.Lock()
+	defer obsTypesMu.Unlock()
+	return obsTypes[i]
+}
+
+// newCompacted is the cache entry of an object with identity m and
+// observation o (ok: the kind mapped it); false when o cannot be encoded
+// (its UID is not the object's, which no kind's mapping does).
+func newCompacted(m metav1.Object, o Observation, ok bool) (*compacted, bool) {
+	c := &compacted{name: m.GetName(), namespace: m.GetNamespace(), uid: string(m.GetUID()), rv: m.GetResourceVersion()}
+	if !ok {
+		return c, true
+	}
+	typ, known := typeIndex(o.Type)
+	if !known || o.UID != c.uid {
+		return nil, false
+	}
+	c.flags, c.typ, c.message, c.reason = obsOK, typ, o.Message, o.Reason
+	if o.ExitCode != nil {
+		c.flags |= obsExit
+		c.exitCode = *o.ExitCode
+	}
+	if o.StartedAt != nil {
+		c.flags |= obsStarted
+		c.started = o.StartedAt.UnixNano()
+	}
+	if o.FinishedAt != nil {
+		c.flags |= obsFinished
+		c.finished = o.FinishedAt.UnixNano()
+	}
+	return c, true
+}
+
+// observation decodes the cached observation.
+func (c *compacted) observation() (Observation, bool) {
+	if c.flags&obsOK == 0 {
+		return Observation{}, false
+	}
+	o := Observation{Type: typeAt(c.typ), Message: c.message, UID: c.uid, Result: store.Result{Reason: c.reason}}
+	if c.flags&obsExit != 0 {
+		code := c.exitCode
+		o.ExitCode = &code
+	}
+	if c.flags&obsStarted != 0 {
+		t := time.Unix(0, c.started).UTC()
+		o.StartedAt = &t
+	}
+	if c.flags&obsFinished != 0 {
+		t := time.Unix(0, c.finished).UTC()
+		o.FinishedAt = &t
+	}
+	return o, true
 }
 
 // GetObjectMeta makes compacted a metav1.ObjectMetaAccessor, which is all
@@ -83,7 +177,10 @@ func compact(obj any) (any, error) {
 		return s, nil
 	}
 	o, ok := runtime.Observe(s)
-	return &compacted{name: m.GetName(), namespace: m.GetNamespace(), uid: string(m.GetUID()), rv: m.GetResourceVersion(), obs: o, ok: ok}, nil
+	if c, encoded := newCompacted(m, o, ok); encoded {
+		return c, nil
+	}
+	return s, nil // kept slimmed, whole
 }
 
 // isWorkloadObject reports whether obj is of a workload kind.

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,6 +88,8 @@ type Summary struct {
 	// Changed counts the IDs whose state an event recorded by this Run changed.
 	Changed int
 	// Terminal counts the IDs found terminal or made terminal during Run.
+	// Like Reattached, Changed and Terminal count an ID once each time it
+	// is added: nothing is kept of an ID once it is finished.
 	Terminal int
 }
 
@@ -101,17 +104,19 @@ type Monitor struct {
 	pollEvery  time.Duration
 	getBackoff wait.Backoff // retries of a confirming list
 
-	mu         sync.Mutex
-	marked     map[string]runtimeid.ID // every ID added and not finished, by runtime ID
-	pending    []string                // added, not yet registered by Run: marked's keys
+	mu sync.Mutex
+	// subs is every ID added and not finished, by runtime ID: one
+	// subscription each (its lease, state and repeat filters), the only
+	// per-ID state of a Monitor (one map entry, one struct, one string).
 	subs       map[string]*subscription
-	passive    map[string]runtimeid.ID // followed through the store, leased by another process
-	held       map[string]bool         // leases this Monitor holds
-	retired    []string                // finished IDs whose lease is to be released
-	rechecks   []*subscription         // held, a request was recorded: check the object again
-	states     map[string]store.State  // last known state, by runtime ID
-	changed    map[string]bool
-	terminal   map[string]bool
+	runtimes   []string        // the runtime names of the IDs added (k8s, k3s): the prefixes of subs' keys
+	nHeld      int             // subscriptions holding their lease (flagHeld)
+	nPassive   int             // subscriptions followed through the store (flagPassive)
+	nChanged   int             // Summary.Changed
+	nTerminal  int             // Summary.Terminal
+	pending    []string        // added, not yet registered by Run: subs' keys
+	retired    []string        // finished IDs whose lease is to be released
+	rechecks   []*subscription // held, a request was recorded: check the object again
 	reattached int
 	lastSeq    int64                // events up to here were polled
 	seqSet     bool                 // lastSeq was read: the history is polled (not with Once)
@@ -139,19 +144,76 @@ type Monitor struct {
 	sem         chan struct{}
 }
 
-// subscription is one watched object: kind|namespace|name with the runtime
-// IDs (one per runtime profile of the cluster) this Monitor leases for it.
+// subscription is one runtime ID added to the Monitor, from Add until it
+// is finished (terminal, or gone from the store): marked, then followed
+// through the store (flagPassive) or leased and watched (flagHeld,
+// flagWatched). It is all a Monitor keeps per ID: about 64 bytes, its ID
+// string and a map entry. Its kind, namespace and name are read from the
+// ID (substrings, no copies). Two runtime IDs of one object (two runtime
+// profiles of one cluster) are two subscriptions, each with its own
+// repeat filters and UID.
 type subscription struct {
-	id          runtimeid.ID // kind, namespace and name
-	ids         []string
-	uid         string  // the object's UID once known
-	last        obsHash // last enqueued, to skip repeats
-	podLast     obsHash // last pod status enqueued (ContainerWaiting), to skip repeats
-	snapshotted bool
-	// outside: found by a confirming list but not by the label-filtered
+	id      string  // <runtime>-<namespace>|<kind>|<name>: the key in Monitor.subs
+	uid     string  // the object's UID once known (the record's, then the cache's string)
+	last    obsHash // last enqueued, to skip repeats
+	podLast obsHash // last pod status enqueued (ContainerWaiting), to skip repeats
+	state   stateCode
+	flags   subFlags
+}
+
+// subFlags are the booleans of a subscription.
+type subFlags uint8
+
+const (
+	flagHeld        subFlags = 1 << iota // this Monitor holds the ID's lease
+	flagPassive                          // leased by another process: followed through the store
+	flagWatched                          // leased and subscribed: the informers' events are mapped
+	flagSnapshotted                      // checked in the synced cache since (re)subscribed
+	// flagOutside: found by a confirming list but not by the label-filtered
 	// informer (its gobrave-workload label was removed); listed again at
 	// each heartbeat.
-	outside bool
+	flagOutside
+	flagChanged // counted in Summary.Changed
+)
+
+func (s *subscription) has(f subFlags) bool { return s.flags&f != 0 }
+
+// set turns f on or off.
+func (s *subscription) set(f subFlags, on bool) {
+	if on {
+		s.flags |= f
+	} else {
+		s.flags &^= f
+	}
+}
+
+// parts are the namespace, kind and name of the subscription's ID.
+func (s *subscription) parts() (ns, kind, name string) { return idParts(s.id) }
+
+// idParts splits a runtime ID <runtime>-<namespace>|<kind>|<name> into
+// substrings of it (runtimeid.Parse validates; IDs are validated when added).
+func idParts(id string) (ns, kind, name string) {
+	_, rest, _ := strings.Cut(id, "-")
+	ns, rest, _ = strings.Cut(rest, "|")
+	kind, name, _ = strings.Cut(rest, "|")
+	return ns, kind, name
+}
+
+// stateCode is a store.State in one byte: every subscription keeps its
+// record's last known state.
+type stateCode uint8
+
+var stateCodes = []store.State{"", store.StateCreated, store.StateStarting, store.StateRunning, store.StatePaused,
+	store.StateStopping, store.StateExited, store.StateFailed, store.StateDeleted}
+
+// codeOf is the code of st; 0 for a state this code does not know.
+func codeOf(st store.State) stateCode {
+	for i, s := range stateCodes {
+		if s == st && i > 0 {
+			return stateCode(i)
+		}
+	}
+	return 0
 }
 
 // item is one observation waiting for the writer.
@@ -179,13 +241,7 @@ func New(client kubernetes.Interface, st *store.Store, opts Options) *Monitor {
 		opts:       opts,
 		pollEvery:  pollInterval,
 		getBackoff: wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 5},
-		marked:     map[string]runtimeid.ID{},
 		subs:       map[string]*subscription{},
-		passive:    map[string]runtimeid.ID{},
-		held:       map[string]bool{},
-		states:     map[string]store.State{},
-		changed:    map[string]bool{},
-		terminal:   map[string]bool{},
 		wake:       make(chan struct{}, 1),
 		qwake:      make(chan struct{}, 1),
 		factories:  map[string]informers.SharedInformerFactory{},
@@ -207,10 +263,13 @@ func (m *Monitor) Add(ids ...runtimeid.ID) int {
 	n := 0
 	for _, id := range ids {
 		s := id.String()
-		if _, ok := m.marked[s]; ok {
+		if _, ok := m.subs[s]; ok {
 			continue
 		}
-		m.marked[s] = id
+		if !slices.Contains(m.runtimes, id.Runtime) {
+			m.runtimes = append(m.runtimes, strings.Clone(id.Runtime))
+		}
+		m.subs[s] = &subscription{id: s}
 		m.pending = append(m.pending, s)
 		n++
 	}
@@ -219,6 +278,75 @@ func (m *Monitor) Add(ids ...runtimeid.ID) int {
 		signal(m.wake)
 	}
 	return n
+}
+
+// lookupLocked is the subscription of runtime rt for the object kind
+// namespace/name, or nil: the key is built in a buffer, not allocated.
+func (m *Monitor) lookupLocked(rt, ns, kind, name string) *subscription {
+	var buf [192]byte
+	b := append(buf[:0], rt...)
+	b = append(b, '-')
+	b = append(b, ns...)
+	b = append(b, '|')
+	b = append(b, kind...)
+	b = append(b, '|')
+	b = append(b, name...)
+	return m.subs[string(b)]
+}
+
+// watchedLocked calls fn with each watched subscription of the object kind
+// namespace/name (one per runtime profile of the cluster that has it).
+func (m *Monitor) watchedLocked(ns, kind, name string, fn func(*subscription)) {
+	for _, rt := range m.runtimes {
+		if sub := m.lookupLocked(rt, ns, kind, name); sub != nil && sub.has(flagWatched) {
+			fn(sub)
+		}
+	}
+}
+
+// setHeldLocked and setPassiveLocked change a subscription's lease flags,
+// keeping their counts.
+func (m *Monitor) setHeldLocked(sub *subscription, on bool) {
+	if sub.has(flagHeld) != on {
+		sub.set(flagHeld, on)
+		if on {
+			m.nHeld++
+		} else {
+			m.nHeld--
+		}
+	}
+}
+
+func (m *Monitor) setPassiveLocked(sub *subscription, on bool) {
+	if sub.has(flagPassive) != on {
+		sub.set(flagPassive, on)
+		if on {
+			m.nPassive++
+		} else {
+			m.nPassive--
+		}
+	}
+}
+
+// recordedLocked notes what the store says of id after the writer applied
+// an observation (applied: it changed the record) and finishes the ID when
+// its record is terminal. It reports whether it finished it.
+func (m *Monitor) recordedLocked(id string, applied bool, st store.State) bool {
+	sub := m.subs[id]
+	if sub == nil {
+		return false
+	}
+	c := codeOf(st)
+	if applied && (c == 0 || c != sub.state) && !sub.has(flagChanged) {
+		sub.set(flagChanged, true)
+		m.nChanged++
+	}
+	sub.state = c
+	if st.Terminal() {
+		m.finishLocked(id, true)
+		return true
+	}
+	return false
 }
 
 // Run monitors the added IDs. It returns when every ID is terminal (unless
@@ -260,11 +388,13 @@ func (m *Monitor) Run(ctx context.Context) (Summary, error) {
 		}
 	}
 	m.mu.Lock()
-	held := make([]string, 0, len(m.held))
-	for id := range m.held {
-		held = append(held, id)
+	held := slices.Clone(m.retired)
+	for id, sub := range m.subs {
+		if sub.has(flagHeld) {
+			held = append(held, id)
+		}
 	}
-	sum := Summary{Reattached: m.reattached, Changed: len(m.changed), Terminal: len(m.terminal)}
+	sum := Summary{Reattached: m.reattached, Changed: m.nChanged, Terminal: m.nTerminal}
 	m.mu.Unlock()
 	if len(held) > 0 {
 		rctx, rcancel := context.WithTimeout(dbCtx, 5*time.Second)
@@ -350,13 +480,13 @@ func (m *Monitor) finished() bool {
 			}
 		}
 		for _, s := range m.subs {
-			if !s.snapshotted {
+			if s.has(flagWatched) && !s.has(flagSnapshotted) {
 				return false
 			}
 		}
 		return true
 	}
-	return !m.opts.Follow && len(m.marked) == 0
+	return !m.opts.Follow && len(m.subs) == 0
 }
 
 // register reads the pending IDs' records, leases what it can and subscribes.
@@ -372,13 +502,10 @@ func (m *Monitor) register(ctx context.Context) error {
 		// Decided once, on the first IDs: informers are not moved later.
 		m.scoped = true
 		nss := map[string]bool{}
-		m.mu.Lock()
 		for _, s := range ids {
-			if id, ok := m.marked[s]; ok {
-				nss[id.Namespace] = true
-			}
+			ns, _, _ := idParts(s)
+			nss[ns] = true
 		}
-		m.mu.Unlock()
 		m.clusterWide = max(len(nss), m.opts.Namespaces) > m.opts.ClusterWide
 	}
 
@@ -387,9 +514,9 @@ func (m *Monitor) register(ctx context.Context) error {
 			return err
 		}
 	}
-	// The IDs are marked's keys: the maps that follow (leases, states,
-	// subscriptions) share these strings instead of copies of their own.
-	live, uids, err := m.liveRecords(ctx, ids)
+	// The IDs are subs' keys: the lists that follow (leases, rechecks)
+	// share these strings instead of copies of their own.
+	live, err := m.liveRecords(ctx, ids)
 	if err != nil {
 		return err
 	}
@@ -413,8 +540,8 @@ func (m *Monitor) register(ctx context.Context) error {
 
 	m.mu.Lock()
 	for _, s := range live {
-		id, ok := m.marked[s]
-		if !ok {
+		sub := m.subs[s]
+		if sub == nil {
 			continue
 		}
 		switch {
@@ -422,15 +549,15 @@ func (m *Monitor) register(ctx context.Context) error {
 			m.reattached++
 		case m.opts.Once:
 			// Another process watches it: not ours to check.
-			delete(m.marked, s)
+			delete(m.subs, s)
 			continue
 		default:
 			m.reattached++
-			m.passive[s] = id
+			m.setPassiveLocked(sub, true)
 		}
 	}
 	m.mu.Unlock()
-	return m.subscribe(ctx, leased, uids)
+	return m.subscribe(ctx, leased)
 }
 
 // pollFrom sets where the polling of the history starts: the newest event
@@ -453,41 +580,33 @@ func (m *Monitor) pollFrom(ctx context.Context) error {
 	return nil
 }
 
-// subscribe adds the leased IDs to the subscriptions, starts the informers
-// they need and checks the objects already in a synced cache.
-func (m *Monitor) subscribe(ctx context.Context, leased []string, uids map[string]string) error {
+// subscribe watches the leased IDs: it starts the informers they need and
+// checks the objects already in a synced cache.
+func (m *Monitor) subscribe(ctx context.Context, leased []string) error {
 	var fresh []*subscription
 	m.mu.Lock()
 	for _, s := range leased {
-		id, ok := m.marked[s]
-		if !ok {
+		sub := m.subs[s]
+		if sub == nil {
+			m.retired = append(m.retired, s) // finished meanwhile: release it
 			continue
 		}
-		m.held[s] = true
-		delete(m.passive, s)
-		key := id.Key()
-		sub := m.subs[key]
-		if sub == nil {
-			sub = &subscription{id: id}
-			m.subs[key] = sub
-		}
-		if !slices.Contains(sub.ids, s) {
-			sub.ids = append(sub.ids, s)
-			// Check the object (again) for the new ID: its record may be
-			// behind what was already reported for the other IDs.
-			sub.snapshotted, sub.last, sub.podLast = false, 0, 0
-			if !slices.Contains(fresh, sub) {
-				fresh = append(fresh, sub)
-			}
-		}
-		if sub.uid == "" {
-			sub.uid = uids[s]
+		m.setHeldLocked(sub, true)
+		m.setPassiveLocked(sub, false)
+		if !sub.has(flagWatched) {
+			// Check the object (again): its record may be behind what the
+			// informer already reported.
+			sub.set(flagWatched, true)
+			sub.set(flagSnapshotted, false)
+			sub.last, sub.podLast = 0, 0
+			fresh = append(fresh, sub)
 		}
 	}
 	m.mu.Unlock()
 
 	for _, sub := range fresh {
-		inf, err := m.informerFor(ctx, sub.id.Namespace, sub.id.Kind)
+		ns, kind, _ := sub.parts()
+		inf, err := m.informerFor(ctx, ns, kind)
 		if err != nil {
 			return err
 		}
@@ -502,10 +621,14 @@ func (m *Monitor) subscribe(ctx context.Context, leased []string, uids map[strin
 // followed through the store (their owner may be gone).
 func (m *Monitor) heartbeat(ctx context.Context) error {
 	m.mu.Lock()
-	anyHeld := len(m.held) > 0
-	others := make([]string, 0, len(m.passive))
-	for s := range m.passive {
-		others = append(others, s)
+	anyHeld := m.nHeld+len(m.retired) > 0
+	others := make([]string, 0, m.nPassive)
+	if m.nPassive > 0 {
+		for s, sub := range m.subs {
+			if sub.has(flagPassive) {
+				others = append(others, s)
+			}
+		}
 	}
 	m.mu.Unlock()
 	if anyHeld {
@@ -528,17 +651,31 @@ func (m *Monitor) heartbeat(ctx context.Context) error {
 	if len(taken) == 0 {
 		return nil
 	}
-	m.mu.Lock()
+	// others' strings (subs' keys), not the store's copies
+	isTaken := make(map[string]bool, len(taken))
 	for _, s := range taken {
-		m.held[s] = true
+		isTaken[s] = true
+	}
+	taken = taken[:0]
+	m.mu.Lock()
+	for _, s := range others {
+		if !isTaken[s] {
+			continue
+		}
+		taken = append(taken, s)
+		if sub := m.subs[s]; sub != nil {
+			m.setHeldLocked(sub, true)
+		} else {
+			m.retired = append(m.retired, s)
+		}
 	}
 	m.mu.Unlock()
 	// Read the records again: the previous owner may have moved them on.
-	live, uids, err := m.liveRecords(ctx, taken)
+	live, err := m.liveRecords(ctx, taken)
 	if err != nil {
 		return err
 	}
-	return m.subscribe(ctx, live, uids)
+	return m.subscribe(ctx, live)
 }
 
 // releaseRetired releases the leases of the IDs the writer finished, in one
@@ -560,7 +697,9 @@ func (m *Monitor) releaseRetired(ctx context.Context) error {
 	}
 	m.mu.Lock()
 	for _, id := range ids {
-		delete(m.held, id)
+		if sub := m.subs[id]; sub != nil {
+			m.setHeldLocked(sub, false)
+		}
 	}
 	m.mu.Unlock()
 	return nil
@@ -575,7 +714,8 @@ func (m *Monitor) recheckRequested(ctx context.Context) {
 	m.rechecks = nil
 	m.mu.Unlock()
 	for _, sub := range subs {
-		if inf := m.informers[m.informerKey(sub.id.Namespace, sub.id.Kind)]; inf != nil && inf.synced {
+		ns, kind, _ := sub.parts()
+		if inf := m.informers[m.informerKey(ns, kind)]; inf != nil && inf.synced {
 			m.snapshot(ctx, inf, sub)
 		}
 	}
@@ -592,25 +732,20 @@ func (m *Monitor) finish(s string, terminal bool) {
 }
 
 func (m *Monitor) finishLocked(s string, terminal bool) {
-	if terminal {
-		m.terminal[s] = true
-	}
-	id, ok := m.marked[s]
-	if !ok {
+	sub := m.subs[s]
+	if sub == nil {
 		return
 	}
-	if m.held[s] {
+	if terminal {
+		m.nTerminal++
+	}
+	if sub.has(flagHeld) {
 		m.retired = append(m.retired, s)
 	}
-	delete(m.marked, s)
-	delete(m.passive, s)
-	key := id.Key()
-	if sub := m.subs[key]; sub != nil {
-		sub.ids = slices.DeleteFunc(sub.ids, func(x string) bool { return x == s })
-		if len(sub.ids) == 0 {
-			delete(m.subs, key)
-		}
-	}
+	m.setHeldLocked(sub, false)
+	m.setPassiveLocked(sub, false)
+	sub.set(flagWatched, false)
+	delete(m.subs, s)
 }
 
 // maxQueue bounds the observations the informers' handlers queue for the
@@ -724,12 +859,12 @@ func (inf *informer) getLastErr() error {
 }
 
 // liveRecords reads the records of ids: those not recorded (or removed) and
-// those already terminal are finished; the rest come back with their UIDs.
-func (m *Monitor) liveRecords(ctx context.Context, ids []string) (live []string, uids map[string]string, err error) {
-	uids = make(map[string]string, len(ids))
+// those already terminal are finished; the rest come back, their
+// subscriptions holding the record's state and UID.
+func (m *Monitor) liveRecords(ctx context.Context, ids []string) (live []string, err error) {
 	recs, err := m.st.Records(ctx, ids) // one query per 500 IDs, no specs decoded
 	if err != nil {
-		return nil, nil, fmt.Errorf("monitor: %w", err)
+		return nil, fmt.Errorf("monitor: %w", err)
 	}
 	for _, s := range ids {
 		w, ok := recs[s]
@@ -738,14 +873,18 @@ func (m *Monitor) liveRecords(ctx context.Context, ids []string) (live []string,
 			continue
 		}
 		m.mu.Lock()
-		m.states[s] = w.State
+		if sub := m.subs[s]; sub != nil {
+			sub.state = codeOf(w.State)
+			if sub.uid == "" {
+				sub.uid = w.UID
+			}
+		}
 		m.mu.Unlock()
 		if w.State.Terminal() {
 			m.finish(s, true)
 			continue
 		}
 		live = append(live, s)
-		uids[s] = w.UID
 	}
-	return live, uids, nil
+	return live, nil
 }

@@ -542,7 +542,8 @@ func TestHandlers(t *testing.T) {
 	id := jobID("ns", "task")
 	newMonitor := func(uid string) *Monitor {
 		m := New(fake.NewClientset(), nil, Options{Owner: owner("a")})
-		m.subs[id.Key()] = &subscription{id: id, ids: []string{id.String()}, uid: uid}
+		m.runtimes = []string{id.Runtime}
+		m.subs[id.String()] = &subscription{id: id.String(), uid: uid, flags: flagWatched}
 		return m
 	}
 	queued := func(m *Monitor) []string {
@@ -767,10 +768,12 @@ func TestCacheHoldsObservations(t *testing.T) {
 	if !ok {
 		t.Fatalf("cached %T, want the compacted observation", items[0])
 	}
-	want := compacted{name: "task", namespace: "ns", uid: "u1", rv: cached.rv,
-		obs: Observation{Type: store.ContainerStarted, UID: "u1"}, ok: true}
-	if diff := cmp.Diff(want, *cached, cmp.AllowUnexported(compacted{})); diff != "" {
-		t.Errorf("cached job (-want +got):\n%s", diff)
+	if got := [3]string{cached.name, cached.namespace, cached.uid}; got != [3]string{"task", "ns", "u1"} {
+		t.Errorf("cached identity %q, want task, ns, u1", got)
+	}
+	o, ok := observe(cached)
+	if diff := cmp.Diff(Observation{Type: store.ContainerStarted, UID: "u1"}, o); !ok || diff != "" {
+		t.Errorf("cached observation (ok %v; -want +got):\n%s", ok, diff)
 	}
 }
 
@@ -1102,8 +1105,10 @@ func TestTwoMonitors(t *testing.T) {
 func leasing(m *Monitor) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.subs) > 0 {
-		return 1
+	for _, s := range m.subs {
+		if s.has(flagWatched) {
+			return 1
+		}
 	}
 	return 0
 }
@@ -1112,17 +1117,19 @@ func leasing(m *Monitor) int {
 func snapshotted(m *Monitor, id runtimeid.ID) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := m.subs[id.Key()]
-	return s != nil && s.snapshotted
+	s := m.subs[id.String()]
+	return s != nil && s.has(flagSnapshotted)
 }
 
 // registered counts the IDs m watches, leased or through the store.
 func registered(m *Monitor) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n := len(m.passive)
+	n := 0
 	for _, s := range m.subs {
-		n += len(s.ids)
+		if s.has(flagPassive) || s.has(flagWatched) {
+			n++
+		}
 	}
 	return n
 }
@@ -1144,8 +1151,8 @@ func TestLeaseTakeover(t *testing.T) {
 	eventually(t, "the ID followed through the store", func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		_, ok := m.passive[id.String()]
-		return ok
+		s := m.subs[id.String()]
+		return s != nil && s.has(flagPassive)
 	})
 	r := await(t, done)
 	if r.err != nil {
@@ -1247,7 +1254,8 @@ func TestDeleteRequestedOfHeldID(t *testing.T) {
 	eventually(t, "the request polled", func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		return m.states[id.String()] == store.StateDeleted
+		s := m.subs[id.String()]
+		return s != nil && s.state == codeOf(store.StateDeleted)
 	})
 	if err := client.AppsV1().Deployments("ns").Delete(t.Context(), "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -1354,4 +1362,39 @@ func latencyRun(t testing.TB, n int) (delays, writerDelays []time.Duration) {
 	t.Logf("update to OnEvent: p50 %s p99 %s max %s; handler to OnEvent: p50 %s p99 %s max %s",
 		delays[n/2], delays[n*99/100], delays[n-1], writerDelays[n/2], writerDelays[n*99/100], writerDelays[n-1])
 	return delays, writerDelays
+}
+
+// TestCompactedObservationRoundTrip: the cache's encoding of an observation
+// gives back what the mapping returned, every field of it.
+func TestCompactedObservationRoundTrip(t *testing.T) {
+	code := int32(3)
+	started := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	finished := started.Add(90*time.Second + 5*time.Millisecond)
+	meta := &metav1.ObjectMeta{Name: "task", Namespace: "ns", UID: "u1", ResourceVersion: "42"}
+	for _, o := range []Observation{
+		{Type: store.ContainerStarted, UID: "u1"},
+		{Type: store.ContainerFailed, Message: "BackoffLimitExceeded", UID: "u1",
+			Result: store.Result{Reason: "BackoffLimitExceeded", ExitCode: &code, StartedAt: &started, FinishedAt: &finished}},
+		{Type: store.ContainerExited, Message: "0", UID: "u1", Result: store.Result{Reason: store.ReasonStopped}},
+	} {
+		c, ok := newCompacted(meta, o, true)
+		if !ok {
+			t.Fatalf("%v: not encoded", o)
+		}
+		got, ok := c.observation()
+		if diff := cmp.Diff(o, got); !ok || diff != "" {
+			t.Errorf("round trip of %s (ok %v; -want +got):\n%s", o.Type, ok, diff)
+		}
+		if hashOf(got) != hashOf(o) {
+			t.Errorf("round trip of %s changed its hash", o.Type)
+		}
+	}
+	if _, ok := newCompacted(meta, Observation{Type: store.ContainerStarted, UID: "other"}, true); ok {
+		t.Error("an observation of another UID was encoded")
+	}
+	if c, ok := newCompacted(meta, Observation{}, false); !ok {
+		t.Error("an object without observation was not kept")
+	} else if _, ok := c.observation(); ok {
+		t.Error("an object without observation observes")
+	}
 }

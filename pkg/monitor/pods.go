@@ -3,7 +3,6 @@ package monitor
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -160,7 +159,7 @@ func (m *Monitor) podSynced(ctx context.Context, r syncResult) error {
 		}
 	} else {
 		for _, s := range m.subs {
-			if r.inf.namespace == "" || r.inf.namespace == s.id.Namespace {
+			if ns, _, _ := s.parts(); s.has(flagWatched) && (r.inf.namespace == "" || r.inf.namespace == ns) {
 				items = append(items, m.podObserveLocked(s, now)...)
 			}
 		}
@@ -198,9 +197,9 @@ func (m *Monitor) onPod(obj any) {
 	var items []item
 	m.mu.Lock()
 	for _, kind := range runtimeid.Kinds {
-		if sub := m.subs[kind+"|"+meta.GetNamespace()+"|"+name]; sub != nil {
+		m.watchedLocked(meta.GetNamespace(), kind, name, func(sub *subscription) {
 			items = append(items, m.podObserveLocked(sub, now)...)
-		}
+		})
 	}
 	m.mu.Unlock()
 	m.enqueueWait(items...)
@@ -224,7 +223,7 @@ func (m *Monitor) podObserveLocked(sub *subscription, at time.Time) []item {
 		return nil
 	}
 	sub.podLast = h
-	return []item{{ids: slices.Clone(sub.ids), obs: o, at: at}}
+	return []item{{ids: []string{sub.id}, obs: o, at: at}}
 }
 
 // podCacheLocked is the pod cache serving namespace ns.
@@ -241,13 +240,14 @@ func (m *Monitor) podsLocked(sub *subscription) ([]*corev1.Pod, bool) {
 	if sub.uid == "" {
 		return nil, false
 	}
-	pc := m.podCacheLocked(sub.id.Namespace)
+	ns, kind, name := sub.parts()
+	pc := m.podCacheLocked(ns)
 	if pc == nil || pc.off || pc.pods == nil {
 		return nil, false
 	}
-	key := sub.id.Namespace + "/" + sub.id.Name
+	key := ns + "/" + name
 	var rss []*appsv1.ReplicaSet
-	if sub.id.Kind == runtimeid.KindDeployment {
+	if kind == runtimeid.KindDeployment {
 		rpc := pc
 		if rpc.replicaSets == nil {
 			rpc = m.podCaches[""]
@@ -265,7 +265,7 @@ func (m *Monitor) podsLocked(sub *subscription) ([]*corev1.Pod, bool) {
 			}
 		}
 	}
-	owners := runtime.PodOwners(sub.id.Kind, types.UID(sub.uid), rss)
+	owners := runtime.PodOwners(kind, types.UID(sub.uid), rss)
 	objs, err := pc.pods.ByIndex(byWorkload, key)
 	if err != nil {
 		return nil, false

@@ -113,19 +113,11 @@ func (m *Monitor) record(ctx context.Context, items []item) error {
 		retired = true
 	}
 	for _, a := range res {
-		id := a.Workload.RuntimeID
 		if a.Applied {
 			events = append(events, a.Event)
-			if prev, ok := m.states[id]; !ok || prev != a.Workload.State {
-				m.changed[id] = true
-			}
 		}
-		m.states[id] = a.Workload.State
-		if a.Workload.State.Terminal() {
-			if _, marked := m.marked[id]; marked {
-				m.finishLocked(id, true)
-				retired = true
-			}
+		if m.recordedLocked(a.Workload.RuntimeID, a.Applied, a.Workload.State) {
+			retired = true
 		}
 	}
 	m.mu.Unlock()
@@ -173,7 +165,7 @@ func ms(d time.Duration) float64 {
 // Errors are left for the next poll, which reads the same events again.
 func (m *Monitor) follow(ctx context.Context) {
 	m.mu.Lock()
-	if !m.seqSet || len(m.passive)+len(m.held) == 0 {
+	if !m.seqSet || m.nPassive+m.nHeld == 0 {
 		m.mu.Unlock()
 		return
 	}
@@ -191,11 +183,12 @@ func (m *Monitor) follow(ctx context.Context) {
 	m.mu.Lock()
 	for _, e := range evs {
 		last = max(last, e.Seq)
-		_, passive := m.passive[e.RuntimeID]
+		sub := m.subs[e.RuntimeID]
+		passive := sub != nil && sub.has(flagPassive)
 		if passive {
 			mine = append(mine, e)
 		}
-		if (passive || m.held[e.RuntimeID] && !e.Type.Observed()) && !check[e.RuntimeID] {
+		if (passive || sub != nil && sub.has(flagHeld) && !e.Type.Observed()) && !check[e.RuntimeID] {
 			check[e.RuntimeID] = true
 			ids = append(ids, e.RuntimeID)
 		}
@@ -220,8 +213,8 @@ func (m *Monitor) follow(ctx context.Context) {
 	wake := false
 	m.mu.Lock()
 	for _, s := range ids {
-		id, marked := m.marked[s]
-		if !marked {
+		sub := m.subs[s]
+		if sub == nil {
 			continue // finished meanwhile
 		}
 		w, ok := recs[s]
@@ -230,8 +223,8 @@ func (m *Monitor) follow(ctx context.Context) {
 			wake = true
 			continue
 		}
-		m.states[s] = w.State
-		if _, passive := m.passive[s]; passive {
+		sub.state = codeOf(w.State)
+		if sub.has(flagPassive) {
 			if w.State.Terminal() {
 				m.finishLocked(s, true)
 				wake = true
@@ -243,8 +236,9 @@ func (m *Monitor) follow(ctx context.Context) {
 			// object go (or anything else of it) and records that.
 			continue
 		}
-		if sub := m.subs[id.Key()]; sub != nil && slices.Contains(sub.ids, s) && !slices.Contains(m.rechecks, sub) {
-			sub.last, sub.podLast, sub.snapshotted = 0, 0, false
+		if sub.has(flagWatched) && !slices.Contains(m.rechecks, sub) {
+			sub.last, sub.podLast = 0, 0
+			sub.set(flagSnapshotted, false)
 			m.rechecks = append(m.rechecks, sub)
 			wake = true
 		}
