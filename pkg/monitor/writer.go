@@ -162,20 +162,36 @@ func ms(d time.Duration) float64 {
 //     object is checked again in the cache (the control loop does it), so
 //     that what is observed is recorded under the record's new epoch.
 //
+// The history is read followPage events at a time: after the initial sync
+// of 100,000 workloads it holds the 100,000 events this process has just
+// recorded, and reading them at once cost 20-25 MiB of peak RSS.
+//
 // Errors are left for the next poll, which reads the same events again.
 func (m *Monitor) follow(ctx context.Context) {
-	m.mu.Lock()
-	if !m.seqSet || m.nPassive+m.nHeld == 0 {
+	for {
+		m.mu.Lock()
+		if !m.seqSet || m.nPassive+m.nHeld == 0 {
+			m.mu.Unlock()
+			return
+		}
+		after := m.lastSeq
 		m.mu.Unlock()
-		return
+		evs, err := m.st.EventsPage(ctx, after, followPage)
+		if err != nil || len(evs) == 0 {
+			return
+		}
+		if !m.followEvents(ctx, after, evs) || len(evs) < followPage {
+			return
+		}
 	}
-	after := m.lastSeq
-	m.mu.Unlock()
+}
 
-	evs, err := m.st.EventsSince(ctx, after)
-	if err != nil || len(evs) == 0 {
-		return
-	}
+// followPage is how many events of the history follow reads at a time.
+const followPage = 1024
+
+// followEvents is follow's work on one page of events, in seq order; false
+// when it could not finish (the page is read again at the next poll).
+func (m *Monitor) followEvents(ctx context.Context, after int64, evs []store.Event) bool {
 	last := after
 	var mine []store.Event
 	var ids []string
@@ -197,8 +213,9 @@ func (m *Monitor) follow(ctx context.Context) {
 
 	var recs map[string]store.Workload
 	if len(ids) > 0 {
+		var err error
 		if recs, err = m.st.Records(ctx, ids); err != nil {
-			return
+			return false
 		}
 	}
 	m.mu.Lock()
@@ -247,4 +264,5 @@ func (m *Monitor) follow(ctx context.Context) {
 	if wake {
 		signal(m.wake)
 	}
+	return true
 }

@@ -585,6 +585,13 @@ func TestSetUIDAndEvents(t *testing.T) {
 	if diff := cmp.Diff(want[2:], seqs(since)); diff != "" {
 		t.Errorf("EventsSince(2) (-want +got):\n%s", diff)
 	}
+	page, err := s.EventsPage(ctx, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want[1:3], seqs(page)); diff != "" {
+		t.Errorf("EventsPage(1, 2) (-want +got):\n%s", diff)
+	}
 	none, err := s.EventsSince(ctx, 4)
 	if err != nil || len(none) != 0 {
 		t.Errorf("EventsSince(4) = %v, %v; want none", none, err)

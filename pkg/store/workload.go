@@ -378,6 +378,11 @@ func (s *Store) EventsSince(ctx context.Context, afterSeq int64) ([]Event, error
 	return s.queryEvents(ctx, "SELECT "+eventColumns+" FROM events WHERE seq > ? ORDER BY seq", afterSeq)
 }
 
+// EventsPage is EventsSince's first limit events.
+func (s *Store) EventsPage(ctx context.Context, afterSeq int64, limit int) ([]Event, error) {
+	return s.queryEvents(ctx, "SELECT "+eventColumns+" FROM events WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, limit)
+}
+
 func (s *Store) queryEvents(ctx context.Context, q string, args ...any) ([]Event, error) {
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
