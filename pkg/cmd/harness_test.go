@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -450,10 +451,18 @@ func (h *harness) addOwnedPod(ctxName, kind string, pod *corev1.Pod) {
 		}
 		rs, err := c.AppsV1().ReplicaSets(pod.Namespace).Get(ctx, name+"-rs", metav1.GetOptions{})
 		if err != nil {
+			// The deployment controller's ReplicaSet: the Deployment's
+			// pod template plus its hash label.
+			template := *d.Spec.Template.DeepCopy()
+			template.Labels = maps.Clone(template.Labels)
+			if template.Labels == nil {
+				template.Labels = map[string]string{}
+			}
+			template.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = "rs"
 			rs, err = c.AppsV1().ReplicaSets(pod.Namespace).Create(ctx, &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{
 				Name: name + "-rs", Namespace: pod.Namespace, Labels: d.Spec.Template.Labels,
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: name, UID: d.UID, Controller: ptr(true)}},
-			}}, metav1.CreateOptions{})
+			}, Spec: appsv1.ReplicaSetSpec{Template: template}}, metav1.CreateOptions{})
 			if err != nil {
 				h.t.Fatal(err)
 			}
