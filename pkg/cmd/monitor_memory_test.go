@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -28,6 +29,9 @@ func TestMonitorFollowMemoryPerID(t *testing.T) {
 	if testing.Short() {
 		t.Skip("seeds 22,000 records")
 	}
+	if inOwnProcess(t) {
+		return
+	}
 	small, large := 2000, 20000
 	if raceEnabled {
 		small, large = 1000, 10000
@@ -45,7 +49,12 @@ func TestMonitorFollowMemoryPerID(t *testing.T) {
 	// which depends on the collector's timing: 2,700-3,800 before the first
 	// round, 1,700-2,800 after it, 961 now; its bound only catches keeping
 	// whole objects.
-	const maxRetainedPerID, maxPeakPerID = 800, 4096
+	// Since the retained heap is the least of a few samples (a sample taken
+	// while a batch is in flight counted it: 463 to 3,584 bytes a workload
+	// from one run to the next), the code before one subscription per ID
+	// (57326f6) retains 931 bytes a workload and this code 394 (367 under
+	// -race): the bound is 600.
+	const maxRetainedPerID, maxPeakPerID = 600, 4096
 	peak, retained := map[int]uint64{}, map[int]uint64{}
 	for _, n := range []int{small, large} {
 		peak[n], retained[n] = monitorPeak(t, n)
@@ -90,9 +99,15 @@ func monitorPeak(t *testing.T, n int) (peakHeap, retainedHeap uint64) {
 		t.Fatalf("monitor --all --follow over %d ended after %d events: %v\n%s", n, out.n.Load(), err, errOut)
 	}
 	peak := h.stop()
-	// What the running monitor retains, every workload recorded.
-	runtime.GC()
-	retained := heapNow()
+	// What the running monitor retains, every workload recorded: the
+	// least of a few samples after a collection, since a sample taken while
+	// the writer or a history poll holds a batch counts that batch too.
+	retained := ^uint64(0)
+	for range 5 {
+		runtime.GC()
+		retained = min(retained, heapNow())
+		time.Sleep(100 * time.Millisecond)
+	}
 	cancel()
 	err := <-ran
 	if cerr := f.Close(); err == nil {

@@ -82,14 +82,7 @@ func TestPsRefreshMemoryIsFlat(t *testing.T) {
 // the test binary run again for this test alone.
 func checkFlat(t *testing.T, small, large int, args []string, check func(n int, out string) error) {
 	t.Helper()
-	if os.Getenv(flatChildEnv) == "" {
-		c := exec.Command(os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.count=1", "-test.v")
-		c.Env = append(os.Environ(), flatChildEnv+"=1")
-		out, err := c.CombinedOutput()
-		t.Logf("%s in its own process:\n%s", t.Name(), out)
-		if err != nil {
-			t.Fatalf("%s in its own process: %v", t.Name(), err)
-		}
+	if inOwnProcess(t) {
 		return
 	}
 	grow := map[int]uint64{}
@@ -106,8 +99,27 @@ func checkFlat(t *testing.T, small, large int, args []string, check func(n int, 
 	}
 }
 
-// flatChildEnv marks the process checkFlat runs its measurement in.
+// flatChildEnv marks the process a memory test runs its measurement in.
 const flatChildEnv = "GOBRAVE_TEST_FLAT_CHILD"
+
+// inOwnProcess runs the test t again in a child process of its own and
+// reports true when it did (t's result is the child's); false in the
+// child, which measures. The heap a test reads belongs to the whole
+// process: goroutines and caches left by earlier tests would count in it.
+func inOwnProcess(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(flatChildEnv) != "" {
+		return false
+	}
+	c := exec.Command(os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.count=1", "-test.v")
+	c.Env = append(os.Environ(), flatChildEnv+"=1")
+	out, err := c.CombinedOutput()
+	t.Logf("%s in its own process:\n%s", t.Name(), out)
+	if err != nil {
+		t.Fatalf("%s in its own process: %v", t.Name(), err)
+	}
+	return true
+}
 
 // commandPeak seeds n records and objects (internal/genapi, one
 // namespace) and returns the peak heap of the command args above the heap
