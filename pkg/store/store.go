@@ -37,9 +37,6 @@ var ErrCorrupt = errors.New("state database is corrupt")
 
 const maxOpenConns = 4
 
-// cacheKiB is the page cache of each connection (PRAGMA cache_size).
-const cacheKiB = 512
-
 // waits are how long a store waits for other processes' locks.
 type waits struct {
 	// busy is SQLite's busy_timeout: how long a statement waits for a lock.
@@ -217,14 +214,10 @@ func dataSourceName(path string, busy time.Duration) (string, error) {
 	// to 64 MiB after a checkpoint.
 	q.Add("_pragma", "wal_autocheckpoint(8000)")
 	q.Add("_pragma", "journal_size_limit(67108864)")
-	// A page cache of 512 KiB a connection rather than SQLite's 2,000 KiB:
-	// each of the maxOpenConns connections fills its own once the database
-	// outgrows it, and a pass over 100,000 records touches far more pages
-	// than either holds; a page not cached is a pread from the OS's page
-	// cache. recover --once at 100,000: about 5 MiB less peak RSS;
-	// ApplyBatch per CPU-second unchanged (256 KiB cost it ~10 %;
+	// SQLite's own page cache (2,000 KiB a connection) is kept: 512 KiB
+	// saved about 1 MiB of recover's peak RSS on a real server at 100,000
+	// but cost ApplyBatch about 10-20 % (3 interleaved pairs, idle:
 	// docs/performance.md, "recovermem").
-	q.Add("_pragma", fmt.Sprintf("cache_size(%d)", -cacheKiB))
 	q.Set("_txlock", "immediate")
 	return u.String() + "?" + q.Encode(), nil
 }
