@@ -42,8 +42,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/gobrave/kubectl-gobrave/internal/genapi"
+	"github.com/gobrave/kubectl-gobrave/internal/memprobe"
 	"github.com/gobrave/kubectl-gobrave/pkg/cmd"
-	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
 
 func main() {
@@ -67,26 +67,9 @@ var settle time.Duration
 func run(n, nss int, plugin, cacheDir string, inproc bool, heapProfile string) error {
 	ctx := context.Background()
 	srv := &genapi.Server{N: n, Namespaces: nss}
-	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+	seed, err := memprobe.Seeded(ctx, srv, cacheDir)
+	if err != nil {
 		return err
-	}
-	seed := filepath.Join(cacheDir, fmt.Sprintf("seed-%d-%d.db", n, nss))
-	if _, err := os.Stat(seed); err != nil {
-		start := time.Now()
-		st, err := store.Open(ctx, seed+".tmp")
-		if err != nil {
-			return err
-		}
-		if err := srv.Seed(ctx, st); err != nil {
-			return err
-		}
-		if err := st.Close(); err != nil {
-			return err
-		}
-		if err := os.Rename(seed+".tmp", seed); err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "seeded %d records in %s\n", n, time.Since(start).Round(time.Second))
 	}
 	dir, err := os.MkdirTemp("", "monmem-run")
 	if err != nil {
@@ -94,14 +77,9 @@ func run(n, nss int, plugin, cacheDir string, inproc bool, heapProfile string) e
 	}
 	defer os.RemoveAll(dir)
 	db := filepath.Join(dir, "state.db")
-	b, err := os.ReadFile(seed)
-	if err != nil {
+	if err := memprobe.CopyFile(seed, db); err != nil {
 		return err
 	}
-	if err := os.WriteFile(db, b, 0o600); err != nil {
-		return err
-	}
-	b = nil
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	kc := filepath.Join(dir, "kubeconfig")
@@ -159,7 +137,7 @@ current-context: gen
 	}
 	cpu := c.ProcessState.UserTime() + c.ProcessState.SystemTime()
 	fmt.Printf("N=%d namespaces=%d: %d events in %s; peak RSS %.1f MiB (%.1f at the N-th event, then %s more); CPU %.2f s (to the end); %d API requests; load %s; RSS then %s\n",
-		n, nss, lines, took.Round(10*time.Millisecond), float64(hwm)/1024, float64(hwmAtN)/1024, settle, cpu.Seconds(), srv.Requests.Load(), loadavg(), rss)
+		n, nss, lines, took.Round(10*time.Millisecond), float64(hwm)/1024, float64(hwmAtN)/1024, settle, cpu.Seconds(), srv.Requests.Load(), memprobe.Loadavg(), rss)
 	return nil
 }
 
@@ -238,44 +216,23 @@ func (c *lineCounter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// vmHWM is the peak RSS of pid in KiB.
+// vmHWM is the peak RSS of pid in KiB (-1 when the process is gone).
 func vmHWM(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return -1
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			var kib int64
-			_, _ = fmt.Sscanf(strings.TrimSpace(v), "%d", &kib)
-			return kib
-		}
+	if kib, ok := memprobe.Status(pid)["VmHWM"]; ok {
+		return kib
 	}
 	return -1
 }
 
 // rssParts is the anonymous, file-backed and shared parts of pid's RSS.
 func rssParts(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
+	st := memprobe.Status(pid)
+	if st == nil {
 		return "?"
 	}
 	var parts []string
-	for _, l := range strings.Split(string(b), "\n") {
-		for _, k := range []string{"RssAnon:", "RssFile:", "RssShmem:"} {
-			if v, ok := strings.CutPrefix(l, k); ok {
-				parts = append(parts, k+" "+strings.Join(strings.Fields(v), " "))
-			}
-		}
+	for _, k := range []string{"RssAnon", "RssFile", "RssShmem"} {
+		parts = append(parts, fmt.Sprintf("%s: %d kB", k, st[k]))
 	}
 	return strings.Join(parts, ", ")
-}
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return "?"
-	}
-	return f[0]
 }

@@ -50,8 +50,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/gobrave/kubectl-gobrave/internal/genapi"
+	"github.com/gobrave/kubectl-gobrave/internal/memprobe"
 	"github.com/gobrave/kubectl-gobrave/pkg/cmd"
-	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
 
 func main() {
@@ -78,53 +78,6 @@ var (
 	useTLS *bool
 )
 
-// seeded returns the path of the seeded database of n records over nss
-// namespaces, seeding it the first time.
-func seeded(ctx context.Context, srv *genapi.Server, cacheDir string) (string, error) {
-	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
-		return "", err
-	}
-	seed := filepath.Join(cacheDir, fmt.Sprintf("seed-%d-%d.db", srv.N, srv.Namespaces))
-	if _, err := os.Stat(seed); err == nil {
-		return seed, nil
-	}
-	start := time.Now()
-	st, err := store.Open(ctx, seed+".tmp")
-	if err != nil {
-		return "", err
-	}
-	if err := srv.Seed(ctx, st); err != nil {
-		st.Close()
-		return "", err
-	}
-	if err := st.Close(); err != nil {
-		return "", err
-	}
-	if err := os.Rename(seed+".tmp", seed); err != nil {
-		return "", err
-	}
-	fmt.Fprintf(os.Stderr, "seeded %d records in %s\n", srv.N, time.Since(start).Round(time.Second))
-	return seed, nil
-}
-
-// copyFile copies the seeded database (a plain file: Close checkpointed it).
-func copyFile(from, to string) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
-
 // result is one run's measurement.
 type result struct {
 	plugin                 string
@@ -137,7 +90,7 @@ type result struct {
 func run(n, nss int, plugins []string, reps int, every time.Duration, cacheDir string, inproc bool, heapProfile string, extra []string) error {
 	ctx := context.Background()
 	srv := &genapi.Server{N: n, Namespaces: nss}
-	seed, err := seeded(ctx, srv, cacheDir)
+	seed, err := memprobe.Seeded(ctx, srv, cacheDir)
 	if err != nil {
 		return err
 	}
@@ -169,7 +122,7 @@ current-context: gen
 	db := filepath.Join(dir, "state.db")
 	args := append([]string{"recover", "--once", "--state-db", db, "--kubeconfig", kc}, extra...)
 	if inproc {
-		if err := copyFile(seed, db); err != nil {
+		if err := memprobe.CopyFile(seed, db); err != nil {
 			return err
 		}
 		return runInProc(ctx, args, n, dir, heapProfile, srv)
@@ -181,7 +134,7 @@ current-context: gen
 			for _, suffix := range []string{"", "-wal", "-shm"} {
 				_ = os.Remove(db + suffix)
 			}
-			if err := copyFile(seed, db); err != nil {
+			if err := memprobe.CopyFile(seed, db); err != nil {
 				return err
 			}
 			before := srv.Requests.Load()
@@ -195,7 +148,7 @@ current-context: gen
 			}
 			byPlugin[p] = append(byPlugin[p], res)
 			fmt.Printf("N=%d run %d %s: peak RSS %.1f MiB (at the peak: anon %.1f, file %.1f, shmem %.1f); CPU %.2f s (user %.2f, sys %.2f); wall %.2f s; %d requests; load %s\n",
-				n, r+1, p, mib(res.hwm), mib(res.anon), mib(res.file), mib(res.shmem), res.cpu.Seconds(), res.user.Seconds(), res.sys.Seconds(), res.wall.Seconds(), res.requests, loadavg())
+				n, r+1, p, mib(res.hwm), mib(res.anon), mib(res.file), mib(res.shmem), res.cpu.Seconds(), res.user.Seconds(), res.sys.Seconds(), res.wall.Seconds(), res.requests, memprobe.Loadavg())
 		}
 	}
 	if reps > 1 {
@@ -265,7 +218,7 @@ func runOne(plugin string, args []string, dir string, every time.Duration) (resu
 			res.summary = lastLine(string(out.b))
 			return res, nil
 		case <-tick.C:
-			f := readStatus(status)
+			f := memprobe.StatusFile(status)
 			if f == nil {
 				continue
 			}
@@ -281,26 +234,6 @@ func runOne(plugin string, args []string, dir string, every time.Duration) (resu
 			}
 		}
 	}
-}
-
-// readStatus reads the kB fields of /proc/PID/status; nil when the process is gone.
-func readStatus(path string) map[string]int64 {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	m := map[string]int64{}
-	for _, l := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(l, ":")
-		if !ok || !strings.HasSuffix(v, " kB") {
-			continue
-		}
-		var kib int64
-		if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d", &kib); err == nil {
-			m[k] = kib
-		}
-	}
-	return m
 }
 
 // runInProc runs the command in this process, sampling the in-use heap; the
@@ -384,12 +317,3 @@ func lastLine(s string) string {
 }
 
 func mib(kib int64) float64 { return float64(kib) / 1024 }
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return "?"
-	}
-	return f[0]
-}
