@@ -60,9 +60,9 @@ type ReconcileOptions struct {
 //     status and newest failed termination are kept (pod reasons, exit codes);
 //  2. the workload kinds at once, each one watch-list per scope; each object
 //     is mapped (runtime.Observe) as it arrives and dropped; every batch of
-//     batchSize objects goes to one writer, which reads their records' heads
-//     (one query), takes their leases, records the observations (one
-//     ApplyBatch) and releases the leases while the streams go on.
+//     batchSize objects goes to one writer, which in one transaction
+//     (store.ApplyFree) reads their records once, takes their leases,
+//     records the observations and releases the leases while the streams go on.
 //     Of each object with a record only a 64-bit hash of its key is kept;
 //  3. when fewer records of a kind were streamed than were live at the
 //     start, the records whose object was not streamed are read page by
@@ -406,35 +406,29 @@ func (r *reconciler) flush(ctx context.Context, b *batch) error {
 	if len(items) == 0 {
 		return nil
 	}
-	var ids []string
+	ids := make([]string, 0, len(items)*len(r.o.Runtimes))
 	for _, it := range items {
 		for _, rt := range r.o.Runtimes {
 			ids = append(ids, runtimeid.ID{Runtime: rt, Namespace: it.ns, Kind: b.kind, Name: it.name}.String())
 		}
 	}
-	reg := trace.StartRegion(ctx, "reconcile heads")
-	recs, err := r.st.Heads(ctx, ids)
-	reg.End()
-	if err != nil {
-		return fmt.Errorf("monitor: %w", err)
-	}
-	live := r.liveOf(recs, ids)
 	// What the batch records of the IDs taken (leased): the same whatever
-	// the call, as ApplyFree asks.
+	// the call, as ApplyFree asks. ids[i*len(r.o.Runtimes)+k] is item i's
+	// ID in runtime k.
 	now := time.Now()
-	build := func(leased []string) store.FreeBatch {
+	build := func(recs map[string]store.Head, leased []string) store.FreeBatch {
 		isLeased := make(map[string]bool, len(leased))
 		for _, id := range leased {
 			isLeased[id] = true
 		}
 		var fb store.FreeBatch
-		for _, it := range items {
-			for _, rt := range r.o.Runtimes {
-				id := runtimeid.ID{Runtime: rt, Namespace: it.ns, Kind: b.kind, Name: it.name}.String()
-				w, ok := recs[id]
-				if !ok || w.State.Terminal() || !isLeased[id] {
+		for i, it := range items {
+			for k := range r.o.Runtimes {
+				id := ids[i*len(r.o.Runtimes)+k]
+				if !isLeased[id] {
 					continue
 				}
+				w := recs[id]
 				add := func(o Observation) {
 					fb.Transitions = append(fb.Transitions, store.Transition{RuntimeID: id, Type: o.Type, Message: o.Message, UID: o.UID, Time: now, Result: o.Result})
 				}
@@ -455,10 +449,27 @@ func (r *reconciler) flush(ctx context.Context, b *batch) error {
 		}
 		return fb
 	}
-	for _, it := range items {
+	// One transaction: the records' heads, the leases free, the UIDs, the
+	// transitions. Leased are the records live (not terminal) and made on
+	// this cluster (or on none recorded).
+	live := func(_ string, h store.Head) bool { return !h.State.Terminal() && !r.otherClusterHead(h) }
+	reg := trace.StartRegion(ctx, "reconcile apply")
+	recs, leased, res, err := r.st.ApplyFree(ctx, r.o.Owner, ids, r.o.LeaseTTL, live, build)
+	reg.End()
+	if err != nil {
+		return fmt.Errorf("monitor: record %d objects: %w", len(items), err)
+	}
+	// The records of another cluster are not this pass's (absent names
+	// them, OnSkip, with the unseen records).
+	for id, h := range recs {
+		if r.otherClusterHead(h) {
+			delete(recs, id)
+		}
+	}
+	for i, it := range items {
 		known, fromStart := false, 0
-		for _, rt := range r.o.Runtimes {
-			w, ok := recs[runtimeid.ID{Runtime: rt, Namespace: it.ns, Kind: b.kind, Name: it.name}.String()]
+		for k := range r.o.Runtimes {
+			w, ok := recs[ids[i*len(r.o.Runtimes)+k]]
 			if !ok || w.State.Terminal() {
 				continue
 			}
@@ -474,35 +485,15 @@ func (r *reconciler) flush(ctx context.Context, b *batch) error {
 			}
 		}
 	}
-	if len(live) == 0 {
-		return nil
-	}
-	before := func(id string) store.State { return recs[id].State }
-	// One transaction: the leases free, the UIDs, the transitions.
-	reg = trace.StartRegion(ctx, "reconcile apply")
-	leased, res, err := r.st.ApplyFree(ctx, r.o.Owner, live, r.o.LeaseTTL, build)
-	reg.End()
-	if errors.Is(err, store.ErrNotFound) {
-		// A record was removed meanwhile: lease, record one at a time, release.
-		leased, err := r.lease(ctx, live)
-		if err != nil {
-			return err
-		}
-		fb := build(leased)
-		for _, p := range fb.UIDs {
-			if err := r.st.SetUID(ctx, p[0], p[1]); err != nil && !errors.Is(err, store.ErrNotFound) {
-				_ = r.st.ReleaseLeases(context.WithoutCancel(ctx), r.o.Owner, leased...)
-				return fmt.Errorf("monitor: %w", err)
-			}
-		}
-		return r.apply(ctx, before, fb.Transitions, leased)
-	}
-	if err != nil {
-		return fmt.Errorf("monitor: record %d objects: %w", len(items), err)
-	}
 	r.sum.Reattached += len(leased)
-	r.count(before, res)
+	r.count(func(id string) store.State { return recs[id].State }, res)
 	return nil
+}
+
+// otherClusterHead reports whether a record was made on another cluster
+// than this one.
+func (r *reconciler) otherClusterHead(h store.Head) bool {
+	return r.o.Cluster != "" && h.Cluster != "" && h.Cluster != r.o.Cluster
 }
 
 // enrich adds the exit code of the newest failed container to a job failure.
@@ -516,24 +507,6 @@ func (r *reconciler) enrich(kind, uid string, o Observation) Observation {
 		o.Message = exitDetail(n.fail) + ": " + o.Message
 	}
 	return o
-}
-
-// liveOf keeps the IDs of ids whose record is not terminal and was made on
-// this cluster (or on none recorded); the others of another cluster leave
-// recs (absent names them, OnSkip, with the unseen records).
-func (r *reconciler) liveOf(recs map[string]store.Head, ids []string) []string {
-	var live []string
-	for _, id := range ids {
-		h, ok := recs[id]
-		switch {
-		case !ok || h.State.Terminal():
-		case r.o.Cluster != "" && h.Cluster != "" && h.Cluster != r.o.Cluster:
-			delete(recs, id)
-		default:
-			live = append(live, id)
-		}
-	}
-	return live
 }
 
 // lease takes the leases of ids it can; those a live process holds are

@@ -106,47 +106,79 @@ type FreeBatch struct {
 	Transitions []Transition
 }
 
-// ApplyFree is AcquireLeases of ids, then SetUID and ApplyBatchNoSpecs of
-// what build makes of the IDs taken (free), then ReleaseLeases of them, in
-// one write transaction instead of three or more: the write lock held from
-// BEGIN IMMEDIATE to the commit keeps every other process out for as long
-// as the leases would have, and the leases left behind are the same (the
-// taken ones, stale or o's, are removed; those of live owners stay).
-// build may be called more than once (a busy database is tried again) and
-// must make the same batch from the same IDs. The transaction is all or
-// nothing: on an unknown runtime ID among the transitions it records
-// nothing and returns an error wrapping ErrNotFound.
+// ApplyFree reads the heads of the records of ids (as Heads), then does
+// AcquireLeases of those live says to record, SetUID and ApplyBatchNoSpecs
+// of what build makes of the IDs taken (free), then ReleaseLeases of them,
+// in one write transaction instead of three or more: the write lock held
+// from BEGIN IMMEDIATE to the commit keeps every other process out for as
+// long as the leases would have, and the leases left behind are the same
+// (the taken ones, stale or o's, are removed; those of live owners stay).
+// The records are read once, in the transaction, and the transitions
+// applied to them as read: the heads cannot change before they are applied.
+// live and build may be called more than once (a busy database is tried
+// again) and must make the same batch from the same heads and IDs. The
+// transaction is all or nothing: on a transition of an ID without a record
+// it records nothing and returns an error wrapping ErrNotFound.
 //
 // recover --once records each batch of streamed objects with it: the two
-// lease transactions were two of every three commits of the pass.
-func (s *Store) ApplyFree(ctx context.Context, o Owner, ids []string, ttl time.Duration, build func(free []string) FreeBatch) (free []string, res []Applied, err error) {
+// lease transactions were two of every three commits of the pass, and the
+// heads read before it a second read of every record.
+func (s *Store) ApplyFree(ctx context.Context, o Owner, ids []string, ttl time.Duration, live func(id string, h Head) bool,
+	build func(heads map[string]Head, free []string) FreeBatch) (heads map[string]Head, free []string, res []Applied, err error) {
 	if err := o.validate(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if len(ids) == 0 {
-		return []string{}, []Applied{}, nil
-	}
-	list, err := jsonIDs(ids)
-	if err != nil {
-		return nil, nil, err
+		return map[string]Head{}, []string{}, []Applied{}, nil
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		now := s.now().UTC()
+		uniq := make([]string, 0, len(ids))
+		seen := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			if !seen[id] {
+				seen[id] = true
+				uniq = append(uniq, id)
+			}
+		}
+		rb, err := s.readBatch(ctx, tx, uniq, false, true)
+		if err != nil {
+			return err
+		}
+		heads = make(map[string]Head, len(rb.recs))
+		var cand []string
+		for _, id := range uniq {
+			w := rb.recs[id]
+			if w == nil {
+				continue
+			}
+			h := Head{State: w.State, UID: w.UID, UpdatedAt: w.UpdatedAt, Cluster: rb.clusters[id]}
+			heads[id] = h
+			if live(id, h) {
+				cand = append(cand, id)
+			}
+		}
+		free = make([]string, 0, len(cand))
+		res = []Applied{}
+		if len(cand) == 0 {
+			return nil
+		}
+		list, err := jsonIDs(cand)
+		if err != nil {
+			return err
+		}
 		held, present, err := s.heldByOthers(ctx, tx, o, list, ttl, now)
 		if err != nil {
 			return err
 		}
-		free = make([]string, 0, len(ids))
 		var drop []string // the leases taken, to remove as a release would
-		seen := make(map[string]bool, len(ids))
-		for _, id := range ids {
-			if !seen[id] && !held[id] {
+		for _, id := range cand {
+			if !held[id] {
 				free = append(free, id)
 				if present[id] {
 					drop = append(drop, id)
 				}
 			}
-			seen[id] = true
 		}
 		if len(drop) > 0 {
 			l, err := jsonIDs(drop)
@@ -157,12 +189,7 @@ func (s *Store) ApplyFree(ctx context.Context, o Owner, ids []string, ttl time.D
 				return err
 			}
 		}
-		b := build(free)
-		for _, p := range b.UIDs {
-			if _, err := tx.ExecContext(ctx, "UPDATE workloads SET uid = ?, updated_at = ? WHERE runtime_id = ?", p[1], toDB(now), p[0]); err != nil {
-				return err
-			}
-		}
+		b := build(heads, free)
 		for _, t := range b.Transitions {
 			if t.RuntimeID == "" {
 				return errors.New("apply: empty runtime ID")
@@ -171,17 +198,24 @@ func (s *Store) ApplyFree(ctx context.Context, o Owner, ids []string, ttl time.D
 				return fmt.Errorf("apply %s to %q: unknown event type", t.Type, t.RuntimeID)
 			}
 		}
-		res = []Applied{}
-		if len(b.Transitions) == 0 {
+		if len(b.UIDs) == 0 && len(b.Transitions) == 0 {
 			return nil
 		}
-		res, err = s.applyTx(ctx, tx, b.Transitions, now, false)
+		a, err := rb.applier(ctx, s, tx, b.Transitions)
+		if err != nil {
+			return err
+		}
+		defer a.close()
+		for _, p := range b.UIDs {
+			a.setUID(p[0], p[1], now)
+		}
+		res, err = a.run(ctx, b.Transitions, now)
 		return err
 	})
 	if err != nil {
-		return nil, nil, s.fail("apply events", err)
+		return nil, nil, nil, s.fail("apply events", err)
 	}
-	return free, res, nil
+	return heads, free, res, nil
 }
 
 // renewChunk bounds the leases one transaction of RenewLeases renews. A

@@ -193,8 +193,13 @@ func TestApplyFree(t *testing.T) {
 	}
 
 	calls := 0
-	free, res, err := s.ApplyFree(ctx, me, []string{a, b, cc, a}, ttl, func(free []string) FreeBatch {
+	none := "k8s-ns|job|none"
+	notD := func(id string, h Head) bool { return id != d } // d is read, not leased
+	heads, free, res, err := s.ApplyFree(ctx, me, []string{a, b, cc, a, d, none}, ttl, notD, func(heads map[string]Head, free []string) FreeBatch {
 		calls++
+		if heads[a].State != StateCreated || heads[a].UID != "" {
+			t.Errorf("build's head of a: %+v, want created without a UID", heads[a])
+		}
 		var fb FreeBatch
 		for _, id := range free {
 			fb.Transitions = append(fb.Transitions, Transition{RuntimeID: id, Type: ContainerStarted, UID: "uid-" + id})
@@ -207,6 +212,10 @@ func TestApplyFree(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{a, cc}, free); diff != "" || calls != 1 {
 		t.Errorf("free (-want +got):\n%s (build called %d times)", diff, calls)
+	}
+	// The heads are those before the batch, of every ID with a record.
+	if _, ok := heads[none]; ok || len(heads) != 4 || heads[cc].State != StateCreated || heads[d].State != StateCreated {
+		t.Errorf("heads = %+v, want a, b, c and d as created", heads)
 	}
 	if len(res) != 2 || !res[0].Applied || !res[1].Applied || res[0].Workload.State != StateRunning {
 		t.Errorf("res = %+v, want a and c started", res)
@@ -229,7 +238,8 @@ func TestApplyFree(t *testing.T) {
 	}
 
 	// An unknown runtime ID: nothing is recorded, not even the UIDs.
-	_, _, err = s.ApplyFree(ctx, me, []string{d, "k8s-ns|job|gone"}, ttl, func(free []string) FreeBatch {
+	all := func(string, Head) bool { return true }
+	_, _, _, err = s.ApplyFree(ctx, me, []string{d, "k8s-ns|job|gone"}, ttl, all, func(_ map[string]Head, free []string) FreeBatch {
 		return FreeBatch{
 			UIDs:        [][2]string{{d, "uid-d2"}},
 			Transitions: []Transition{{RuntimeID: d, Type: ContainerStarted}, {RuntimeID: "k8s-ns|job|gone", Type: ContainerStarted}},

@@ -182,15 +182,8 @@ func (s *Store) applyTx(ctx context.Context, tx *sql.Tx, ts []Transition, now ti
 		return nil, err
 	}
 	defer a.close()
-	res := make([]Applied, 0, len(ts))
-	for _, t := range ts {
-		r, err := a.apply(ctx, t, now)
-		if err != nil {
-			return nil, err
-		}
-		res = append(res, r)
-	}
-	if err := a.flush(ctx, now); err != nil {
+	res, err := a.run(ctx, ts, now)
+	if err != nil {
 		return nil, err
 	}
 	if !specs {
@@ -203,6 +196,22 @@ func (s *Store) applyTx(ctx context.Context, tx *sql.Tx, ts []Transition, now ti
 	}
 	for i := range res {
 		res[i].Workload.Spec = decoded[res[i].Workload.RuntimeID]
+	}
+	return res, nil
+}
+
+// run applies ts in order and writes the records that moved.
+func (a *applier) run(ctx context.Context, ts []Transition, now time.Time) ([]Applied, error) {
+	res := make([]Applied, 0, len(ts))
+	for _, t := range ts {
+		r, err := a.apply(ctx, t, now)
+		if err != nil {
+			return nil, err
+		}
+		res = append(res, r)
+	}
+	if err := a.flush(ctx, now); err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -226,7 +235,100 @@ type decodedSpecs struct {
 }
 
 func newApplier(ctx context.Context, s *Store, tx *sql.Tx, ts []Transition, specs bool) (*applier, error) {
-	a := &applier{s: s, tx: tx, recs: make(map[string]*Workload, len(ts)), rowids: make(map[string]int64, len(ts)), isDirty: map[string]bool{}}
+	// Every record of the batch, in one query; the specs (JSON) are
+	// decoded on another goroutine while the events are written.
+	var ids []string
+	seen := make(map[string]bool, len(ts))
+	for _, t := range ts {
+		if !seen[t.RuntimeID] {
+			seen[t.RuntimeID] = true
+			ids = append(ids, t.RuntimeID)
+		}
+	}
+	rb, err := s.readBatch(ctx, tx, ids, specs, false)
+	if err != nil {
+		return nil, err
+	}
+	return rb.applier(ctx, s, tx, ts)
+}
+
+// readBatch is the records of a batch as one query read them, with their
+// rowids, their specs (undecoded; with specs only) and their clusters
+// (with clusters only).
+type readBatch struct {
+	recs     map[string]*Workload
+	rowids   map[string]int64
+	raw      map[string][]byte
+	clusters map[string]string
+}
+
+// readBatch reads the records of ids (no duplicates) in tx, in one query.
+// IDs without a record are absent from the result.
+func (s *Store) readBatch(ctx context.Context, tx *sql.Tx, ids []string, specs, clusters bool) (*readBatch, error) {
+	rb := &readBatch{recs: make(map[string]*Workload, len(ids)), rowids: make(map[string]int64, len(ids))}
+	if specs {
+		rb.raw = make(map[string][]byte, len(ids))
+	}
+	if clusters {
+		rb.clusters = make(map[string]string, len(ids))
+	}
+	if len(ids) == 0 {
+		return rb, nil
+	}
+	q, err := s.readRecords(ctx, specs, clusters)
+	if err != nil {
+		return nil, err
+	}
+	list, err := jsonIDs(ids)
+	if err != nil {
+		return nil, err
+	}
+	txq := tx.StmtContext(ctx, q)
+	defer txq.Close()
+	rows, err := txq.QueryContext(ctx, list)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var sp []byte
+	var rowid int64
+	var cluster string
+	for rows.Next() {
+		w, err := scanRow(func(dest ...any) error {
+			dest = append([]any{&rowid}, dest...)
+			if clusters {
+				dest = append(dest, &cluster)
+			}
+			return rows.Scan(dest...)
+		}, &sp)
+		if err != nil {
+			return nil, err
+		}
+		rb.recs[w.RuntimeID] = &w
+		rb.rowids[w.RuntimeID] = rowid
+		if specs {
+			rb.raw[w.RuntimeID] = sp
+			sp = nil
+		}
+		if clusters {
+			rb.clusters[w.RuntimeID] = cluster
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return rb, nil
+}
+
+// applier makes the applier of ts (all of whose records must have been
+// read) over the records read; it owns them from then on.
+func (rb *readBatch) applier(ctx context.Context, s *Store, tx *sql.Tx, ts []Transition) (*applier, error) {
+	for _, t := range ts { // the first unknown ID in the order of the batch
+		if rb.recs[t.RuntimeID] == nil {
+			return nil, &notFoundError{id: t.RuntimeID}
+		}
+	}
+	a := &applier{s: s, tx: tx, recs: rb.recs, rowids: rb.rowids, isDirty: map[string]bool{}}
 	for _, p := range []struct {
 		stmt **sql.Stmt
 		q    string
@@ -242,61 +344,10 @@ func newApplier(ctx context.Context, s *Store, tx *sql.Tx, ts []Transition, spec
 		}
 		*p.stmt = st
 	}
-	// Every record of the batch, in one query per chunk of IDs; the specs
-	// (JSON) are decoded on another goroutine while the events are written.
-	var ids []string
-	for _, t := range ts {
-		if _, ok := a.recs[t.RuntimeID]; !ok {
-			a.recs[t.RuntimeID] = nil
-			ids = append(ids, t.RuntimeID)
-		}
-	}
-	raw := make(map[string][]byte, len(ids))
-	q, err := s.readRecords(ctx, specs)
-	if err != nil {
-		a.close()
-		return nil, err
-	}
-	list, err := json.Marshal(ids)
-	if err != nil {
-		a.close()
-		return nil, err
-	}
-	txq := tx.StmtContext(ctx, q)
-	defer txq.Close()
-	rows, err := txq.QueryContext(ctx, string(list))
-	if err != nil {
-		a.close()
-		return nil, err
-	}
-	for rows.Next() {
-		var sp []byte
-		var rowid int64
-		w, err := scanRow(func(dest ...any) error { return rows.Scan(append([]any{&rowid}, dest...)...) }, &sp)
-		if err != nil {
-			rows.Close()
-			a.close()
-			return nil, err
-		}
-		a.recs[w.RuntimeID] = &w
-		a.rowids[w.RuntimeID] = rowid
-		raw[w.RuntimeID] = sp
-	}
-	err = rows.Err()
-	rows.Close()
-	if err != nil {
-		a.close()
-		return nil, err
-	}
-	for _, t := range ts { // the first unknown ID in the order of the batch
-		if a.recs[t.RuntimeID] == nil {
-			a.close()
-			return nil, &notFoundError{id: t.RuntimeID}
-		}
-	}
-	if !specs {
+	if rb.raw == nil {
 		return a, nil
 	}
+	raw := rb.raw
 	a.decoded = make(chan decodedSpecs, 1)
 	go func() {
 		d := decodedSpecs{specs: make(map[string]spec.ContainerSpec, len(raw))}
@@ -311,6 +362,24 @@ func newApplier(ctx context.Context, s *Store, tx *sql.Tx, ts []Transition, spec
 		a.decoded <- d
 	}()
 	return a, nil
+}
+
+// setUID sets the UID of the record id, as SetUID does, when it was read;
+// flush writes it.
+func (a *applier) setUID(id, uid string, now time.Time) {
+	w := a.recs[id]
+	if w == nil {
+		return // gone: skipped
+	}
+	w.UID, w.UpdatedAt = uid, now
+	a.markDirty(id)
+}
+
+func (a *applier) markDirty(id string) {
+	if !a.isDirty[id] {
+		a.isDirty[id] = true
+		a.dirty = append(a.dirty, id)
+	}
 }
 
 // specs waits for the decoded specs.
@@ -382,20 +451,31 @@ var updateSizes = []int{64, 8, 1}
 const updateCols = 12
 
 // readRecords returns the statement that reads the records of a JSON array
-// of runtime IDs (one parameter, whatever the batch's size), prepared once.
-// Without specs it reads NULL for the spec: SQLite then never reads the
-// column, most of a record's bytes and often on overflow pages of its own.
-func (s *Store) readRecords(ctx context.Context, specs bool) (*sql.Stmt, error) {
+// of runtime IDs (one parameter, whatever the batch's size), prepared once:
+// the rowid, the columns of scanRow and, with clusters, the record's
+// cluster (” when none). Without specs it reads NULL for the spec: SQLite
+// then never reads the column, most of a record's bytes and often on
+// overflow pages of its own.
+func (s *Store) readRecords(ctx context.Context, specs, clusters bool) (*sql.Stmt, error) {
 	s.stmtMu.Lock()
 	defer s.stmtMu.Unlock()
-	i, cols := 0, strings.Replace(workloadColumns, " spec,", " NULL,", 1)
+	cols := "w." + strings.ReplaceAll(workloadColumns, ", ", ", w.")
+	i := 0
 	if specs {
-		i, cols = 1, workloadColumns
+		i = 1
+	} else {
+		cols = strings.Replace(cols, " w.spec,", " NULL,", 1)
+	}
+	from := " FROM workloads w"
+	if clusters {
+		i += 2
+		cols += ", COALESCE(c.cluster, '')"
+		from += " LEFT JOIN clusters c ON c.runtime_id = w.runtime_id"
 	}
 	if s.readRecs[i] != nil {
 		return s.readRecs[i], nil
 	}
-	st, err := s.db.PrepareContext(ctx, "SELECT rowid, "+cols+" FROM workloads WHERE runtime_id IN (SELECT value FROM json_each(?))")
+	st, err := s.db.PrepareContext(ctx, "SELECT w.rowid, "+cols+from+" WHERE w.runtime_id IN (SELECT value FROM json_each(?))")
 	if err != nil {
 		return nil, err
 	}
@@ -542,10 +622,7 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 	w.State, w.Message, w.UID, w.Epoch, w.Request, w.Expect, w.UpdatedAt = next, msg, uid, epoch, request, expect, now
 	w.Result = result
 	*a.recs[w.RuntimeID] = w
-	if !a.isDirty[w.RuntimeID] {
-		a.isDirty[w.RuntimeID] = true
-		a.dirty = append(a.dirty, w.RuntimeID)
-	}
+	a.markDirty(w.RuntimeID)
 	return Applied{Event: ev, Applied: true, Workload: w}, nil
 }
 

@@ -78,7 +78,7 @@ type Store struct {
 
 	stmtMu   sync.Mutex
 	updates  map[int]*sql.Stmt // ApplyBatch's record writes, by rows (see flush)
-	readRecs [2]*sql.Stmt      // ApplyBatch's record read, without and with the spec (see readRecords)
+	readRecs [4]*sql.Stmt      // ApplyBatch's record read, without and with the spec, then with the cluster (see readRecords)
 }
 
 // Retries reports how often this store tried again after SQLITE_BUSY.
