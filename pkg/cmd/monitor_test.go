@@ -1,6 +1,7 @@
 package cmd_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +12,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/gobrave/kubectl-gobrave/pkg/cmd"
 	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
 	"github.com/gobrave/kubectl-gobrave/pkg/spec"
 )
@@ -325,5 +328,42 @@ func TestFollowPicksUpRevivedIDs(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// writeCounter counts the writes made to it.
+type writeCounter struct {
+	bytes.Buffer
+	writes int
+}
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.writes++
+	return w.Buffer.Write(p)
+}
+
+// TestRecoverOnceWritesOnce: recover --once buffers its output, the event
+// lines and the summary, into one write (a system call per event line was
+// 100,000 of them at N = 100,000).
+func TestRecoverOnceWritesOnce(t *testing.T) {
+	h := newHarness(t)
+	seedWebTask(t, h)
+	setJobStatus(t, h, "default", "task", jobComplete)
+	out := &writeCounter{}
+	f := h.factory()
+	root := cmd.NewCmdRoot(f, genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: &bytes.Buffer{}})
+	root.SetArgs([]string{"recover", "--once"})
+	err := root.ExecuteContext(t.Context())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "ContainerExited") || !strings.HasSuffix(out.String(), "reattached 2, changed 1, now terminal 1\n") {
+		t.Errorf("stdout %q", out.String())
+	}
+	if out.writes != 1 {
+		t.Errorf("%d writes of %q, want 1", out.writes, out.String())
 	}
 }
