@@ -83,8 +83,11 @@ func TestMemoryLimitFollowsMonitor(t *testing.T) {
 	if got := last(); got < base+per*held {
 		t.Errorf("%d IDs added: limit %d, want at least %d", n, got, base+per*held)
 	}
-	if len(sets) > 40 {
-		t.Errorf("the limit was set %d times for %d IDs, want it set in steps", len(sets), n)
+	mu.Lock()
+	nsets := len(sets)
+	mu.Unlock()
+	if nsets > 40 {
+		t.Errorf("the limit was set %d times for %d IDs, want it set in steps", nsets, n)
 	}
 	// The informers' objects count when there are more of them than IDs.
 	for i := 0; i < 2*n; i++ {
