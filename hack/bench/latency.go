@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -321,6 +323,11 @@ func (s *scale) measureLatency(ctx context.Context) (*latencyResult, error) {
 		res.baseline = &baselineResult{plugin: mons[1].plugin, monitor: mons[1].m, lineFromWatch: distOf(bw), lineFromFirst: distOf(be), trace: traceOf(mons[1].m.Stderr, relStart)}
 	}
 	res.completions = lastSeen.Sub(firstSeen)
+	if dir := os.Getenv(latencyDumpEnv); dir != "" {
+		if err := dumpLatency(dir, ids, seen, seenIn, row, mons); err != nil {
+			logf("N=%d latency: %s: %v", s.n, latencyDumpEnv, err)
+		}
+	}
 	var lastPrinted time.Time
 	for _, t := range mons[0].printed {
 		if t.After(lastPrinted) {
@@ -364,7 +371,7 @@ func (lm *latMonitor) start(ctx context.Context, s *scale, want, L int, latID ma
 		lm.m, lm.err = s.cl.run(ctx, procSpec{
 			// -v=4: the writer's trace of each batch (pkg/monitor/writer.go), read by traceOf.
 			argv: []string{lm.plugin, "monitor", "--all", "--follow", "-o", "json", "--state-db", lm.db, "-v=4"},
-			env:  s.cl.env,
+			env:  monitorEnv(s.cl.env),
 			ua:   lm.ua,
 			until: func(line string, at time.Time) bool {
 				var e struct{ RuntimeID, Type string }
@@ -525,4 +532,50 @@ func writeLatencyExtra(w func(string, ...any), l *latencyResult) {
 		w("- baseline `monitor --all --follow`: peak RSS %s MiB, CPU %.1f s (the request counts of -plugin's monitor include the baseline's: same User-Agent).\n", mib(b.monitor.MaxRSS), b.monitor.CPU.Seconds())
 	}
 	w("\n")
+}
+
+// latencyDumpEnv names a folder: when set, the latency phase runs the monitors with
+// GODEBUG=gctrace=1 and writes there, for a search of the tail by hand, each job's times
+// (latency.tsv: latwatch, the driver's watch, the events row, each monitor's line, Unix
+// microseconds) and each monitor's stderr (its -v=4 trace and gctrace, stderr-N.log, with its
+// start time on the first line).
+const latencyDumpEnv = "GOBRAVE_BENCH_LATENCY_DUMP"
+
+func monitorEnv(env []string) []string {
+	if os.Getenv(latencyDumpEnv) == "" {
+		return env
+	}
+	return append(slices.Clone(env), "GODEBUG=gctrace=1")
+}
+
+func dumpLatency(dir string, ids map[string]string, seen, seenIn map[string]seenJob, row map[string]time.Time, mons []*latMonitor) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	us := func(t time.Time) int64 {
+		if t.IsZero() {
+			return 0
+		}
+		return t.UnixMicro()
+	}
+	var b strings.Builder
+	b.WriteString("job\tlatwatch\tdriver\trow\tcond\tline0\tline1\n")
+	for name, id := range ids {
+		var l1 time.Time
+		if len(mons) > 1 {
+			l1 = mons[1].printed[id]
+		}
+		fmt.Fprintf(&b, "%s\t%d\t%d\t%d\t%d\t%d\t%d\n", name, us(seen[name].watch), us(seenIn[name].watch), us(row[id]),
+			us(seen[name].cond), us(mons[0].printed[id]), us(l1))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "latency.tsv"), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	for i, m := range mons {
+		head := fmt.Sprintf("# %s started %d (Unix microseconds)\n", m.plugin, us(m.m.Started))
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("stderr-%d.log", i)), []byte(head+m.m.Stderr), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

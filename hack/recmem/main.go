@@ -43,6 +43,7 @@ import (
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -65,6 +66,7 @@ func main() {
 	heapProfile := flag.String("heapprofile", "", "with -inproc: write the heap profile at the sampled peak here")
 	smaps = flag.String("smaps", "", "write /proc/PID/smaps at the highest VmRSS sampled here (what each mapping holds)")
 	useTLS = flag.Bool("tls", false, "serve HTTP/2 over TLS, as a real API server does (the client's HTTP/2 flow-control buffers count then)")
+	realEnv = flag.String("real", "", "run against a real cluster instead: the environment file `hack/bench -hold` writes (its KUBECONFIG, HOME, ... for the plugin, its TEMPLATE_DB as the database; -n must be the load's N)")
 	extra := flag.String("args", "", "more arguments for recover, space-separated (e.g. \"-o json\")")
 	flag.Parse()
 	if err := run(*n, *nss, strings.Split(*plugin, ","), *reps, *sample, *cache, *inproc, *heapProfile, strings.Fields(*extra)); err != nil {
@@ -74,8 +76,9 @@ func main() {
 }
 
 var (
-	smaps  *string
-	useTLS *bool
+	smaps   *string
+	useTLS  *bool
+	realEnv *string
 )
 
 // result is one run's measurement.
@@ -89,6 +92,9 @@ type result struct {
 
 func run(n, nss int, plugins []string, reps int, every time.Duration, cacheDir string, inproc bool, heapProfile string, extra []string) error {
 	ctx := context.Background()
+	if *realEnv != "" {
+		return runReal(n, plugins, reps, every, *realEnv, extra)
+	}
 	srv := &genapi.Server{N: n, Namespaces: nss}
 	seed, err := memprobe.Seeded(ctx, srv, cacheDir)
 	if err != nil {
@@ -138,19 +144,106 @@ current-context: gen
 				return err
 			}
 			before := srv.Requests.Load()
-			res, err := runOne(p, args, dir, every)
+			res, err := runOne(p, args, dir, every, nil)
 			if err != nil {
 				return err
 			}
 			res.requests = srv.Requests.Load() - before
-			if !strings.Contains(res.summary, fmt.Sprintf("changed %d,", n)) && !strings.Contains(res.summary, fmt.Sprintf(`"changed": %d`, n)) {
-				return fmt.Errorf("%s printed %q, want every one of the %d records changed", p, res.summary, n)
+			if err := checked(res, n); err != nil {
+				return err
 			}
 			byPlugin[p] = append(byPlugin[p], res)
-			fmt.Printf("N=%d run %d %s: peak RSS %.1f MiB (at the peak: anon %.1f, file %.1f, shmem %.1f); CPU %.2f s (user %.2f, sys %.2f); wall %.2f s; %d requests; load %s\n",
-				n, r+1, p, mib(res.hwm), mib(res.anon), mib(res.file), mib(res.shmem), res.cpu.Seconds(), res.user.Seconds(), res.sys.Seconds(), res.wall.Seconds(), res.requests, memprobe.Loadavg())
+			printRun(n, r, res)
 		}
 	}
+	printMedians(n, plugins, reps, byPlugin)
+	return nil
+}
+
+// checked fails unless the run recorded a change of every one of the n records.
+func checked(res result, n int) error {
+	if !strings.Contains(res.summary, fmt.Sprintf("changed %d,", n)) && !strings.Contains(res.summary, fmt.Sprintf(`"changed": %d`, n)) {
+		return fmt.Errorf("%s printed %q, want every one of the %d records changed", res.plugin, res.summary, n)
+	}
+	return nil
+}
+
+func printRun(n, r int, res result) {
+	fmt.Printf("N=%d run %d %s: peak RSS %.1f MiB (at the peak: anon %.1f, file %.1f, shmem %.1f); CPU %.2f s (user %.2f, sys %.2f); wall %.2f s; %d requests; load %s\n",
+		n, r+1, res.plugin, mib(res.hwm), mib(res.anon), mib(res.file), mib(res.shmem), res.cpu.Seconds(), res.user.Seconds(), res.sys.Seconds(), res.wall.Seconds(), res.requests, memprobe.Loadavg())
+}
+
+// runReal is run against the cluster of a `hack/bench -hold` environment file: each run
+// recovers a fresh copy of its TEMPLATE_DB with the file's environment (requests are not
+// counted: the API server's audit log has them).
+func runReal(n int, plugins []string, reps int, every time.Duration, envFile string, extra []string) error {
+	env, err := readEnvFile(envFile)
+	if err != nil {
+		return err
+	}
+	var template string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "TEMPLATE_DB="); ok {
+			template = v
+		}
+	}
+	if template == "" {
+		return fmt.Errorf("%s has no TEMPLATE_DB", envFile)
+	}
+	dir, err := os.MkdirTemp("", "recmem-real")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	db := filepath.Join(dir, "state.db")
+	args := append([]string{"recover", "--once", "--state-db", db}, extra...)
+	byPlugin := map[string][]result{}
+	for r := range reps {
+		for _, p := range plugins {
+			for _, suffix := range []string{"", "-wal", "-shm"} {
+				_ = os.Remove(db + suffix)
+			}
+			if err := memprobe.CopyFile(template, db); err != nil {
+				return err
+			}
+			res, err := runOne(p, args, dir, every, env)
+			if err != nil {
+				return err
+			}
+			if err := checked(res, n); err != nil {
+				return err
+			}
+			byPlugin[p] = append(byPlugin[p], res)
+			printRun(n, r, res)
+		}
+	}
+	printMedians(n, plugins, reps, byPlugin)
+	return nil
+}
+
+// readEnvFile reads the `export K="V"` lines of a `hack/bench -hold` file as K=V.
+func readEnvFile(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var env []string
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "export "))
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || k == "" {
+			continue
+		}
+		if uq, err := strconv.Unquote(v); err == nil {
+			v = uq
+		}
+		env = append(env, k+"="+v)
+	}
+	return env, nil
+}
+
+// printMedians closes an A/B run with each plugin's medians.
+func printMedians(n int, plugins []string, reps int, byPlugin map[string][]result) {
 	if reps > 1 {
 		for _, p := range plugins {
 			rs := byPlugin[p]
@@ -167,15 +260,18 @@ current-context: gen
 				med(func(r result) float64 { return r.cpu.Seconds() }), med(func(r result) float64 { return r.wall.Seconds() }))
 		}
 	}
-	return nil
 }
 
 // runOne runs the plugin once, sampling its memory until it exits.
-func runOne(plugin string, args []string, dir string, every time.Duration) (result, error) {
+// With base (a cluster's environment) the plugin runs with it instead of HOME=dir.
+func runOne(plugin string, args []string, dir string, every time.Duration, base []string) (result, error) {
 	res := result{plugin: plugin}
 	path, env, _ := strings.Cut(plugin, "@")
 	c := exec.Command(path, args...)
 	c.Env = append(os.Environ(), "HOME="+dir, "GOBRAVE_HOME="+dir)
+	if base != nil {
+		c.Env = append(os.Environ(), base...)
+	}
 	if env != "" {
 		c.Env = append(c.Env, strings.Split(env, ";")...)
 	}

@@ -290,7 +290,7 @@ func (m *Monitor) onObject(kind string, obj any, deleted bool) {
 	m.mu.Lock()
 	var items []item
 	m.watchedLocked(ns, kind, name, func(sub *subscription) {
-		sub.set(flagOutside, false)
+		m.setOutsideLocked(sub, false)
 		items = append(items, m.observeLocked(sub, obj, deleted, now)...)
 	})
 	m.mu.Unlock()
@@ -491,7 +491,7 @@ func (m *Monitor) confirm(ctx context.Context, kind, ns string, group []missing)
 		}
 		_, _, name := sub.parts()
 		if obj, ok := found[name]; ok {
-			sub.set(flagOutside, true)
+			m.setOutsideLocked(sub, true)
 			items = append(items, m.observeLocked(sub, obj, false, now)...)
 			continue
 		}
@@ -510,6 +510,10 @@ func (m *Monitor) confirm(ctx context.Context, kind, ns string, group []missing)
 // such objects.
 func (m *Monitor) recheckOutside() {
 	m.mu.Lock()
+	if m.nOutside == 0 {
+		m.mu.Unlock()
+		return
+	}
 	n := 0
 	for _, s := range m.subs {
 		if s.has(flagOutside) {

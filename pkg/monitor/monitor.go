@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 	"github.com/gobrave/kubectl-gobrave/pkg/store"
@@ -112,6 +113,7 @@ type Monitor struct {
 	runtimes   []string        // the runtime names of the IDs added (k8s, k3s): the prefixes of subs' keys
 	nHeld      int             // subscriptions holding their lease (flagHeld)
 	nPassive   int             // subscriptions followed through the store (flagPassive)
+	nOutside   int             // subscriptions found outside the informers' label filter (flagOutside)
 	nChanged   int             // Summary.Changed
 	nTerminal  int             // Summary.Terminal
 	pending    []string        // added, not yet registered by Run: subs' keys
@@ -325,6 +327,20 @@ func (m *Monitor) setPassiveLocked(sub *subscription, on bool) {
 			m.nPassive++
 		} else {
 			m.nPassive--
+		}
+	}
+}
+
+// setOutsideLocked sets or clears flagOutside, keeping nOutside: the
+// heartbeat scans the subscriptions for it only when some have it (the scan
+// holds m.mu, which every informer handler takes, for 10-60 ms at 100,000).
+func (m *Monitor) setOutsideLocked(sub *subscription, on bool) {
+	if sub.has(flagOutside) != on {
+		sub.set(flagOutside, on)
+		if on {
+			m.nOutside++
+		} else {
+			m.nOutside--
 		}
 	}
 }
@@ -632,12 +648,17 @@ func (m *Monitor) heartbeat(ctx context.Context) error {
 		}
 	}
 	m.mu.Unlock()
+	start := time.Now()
 	if anyHeld {
 		if err := m.st.RenewLeases(ctx, m.opts.Owner); err != nil && ctx.Err() == nil {
 			return fmt.Errorf("monitor: %w", err)
 		}
 	}
+	renewed := time.Now()
 	m.recheckOutside()
+	if v := klog.V(traceLevel); v.Enabled() {
+		v.InfoS("monitor: heartbeat", "renewMs", ms(renewed.Sub(start)), "outsideMs", ms(time.Since(renewed)), "held", m.heldCount())
+	}
 	if len(others) == 0 {
 		return nil
 	}
@@ -677,6 +698,13 @@ func (m *Monitor) heartbeat(ctx context.Context) error {
 		return err
 	}
 	return m.subscribe(ctx, live)
+}
+
+// heldCount is the number of leases held, for the trace.
+func (m *Monitor) heldCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.nHeld
 }
 
 // releaseRetired releases the leases of the IDs the writer finished, in one
@@ -745,6 +773,7 @@ func (m *Monitor) finishLocked(s string, terminal bool) {
 	}
 	m.setHeldLocked(sub, false)
 	m.setPassiveLocked(sub, false)
+	m.setOutsideLocked(sub, false)
 	sub.set(flagWatched, false)
 	delete(m.subs, s)
 	memSubs.Add(-1)

@@ -413,11 +413,19 @@ func TestMissingFromCache(t *testing.T) {
 		if w.UID != "u7" {
 			t.Errorf("workload UID %q, want u7", w.UID)
 		}
+		// The heartbeat lists it again only because it is counted outside
+		// (without the count it would scan every subscription each time).
+		eventually(t, "counted outside", func() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.nOutside == 1 })
 		updateJobStatus(t, client, "ns", "unlabelled", complete)
 		r := await(t, done)
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
+		m.mu.Lock()
+		if m.nOutside != 0 {
+			t.Errorf("%d subscriptions counted outside after the ID finished, want 0", m.nOutside)
+		}
+		m.mu.Unlock()
 		if diff := cmp.Diff([]string{"Created", "ContainerStarted  u7", "ContainerExited 0 u7"}, history(t, st, id)); diff != "" {
 			t.Errorf("history (-want +got):\n%s", diff)
 		}
@@ -1396,5 +1404,37 @@ func TestCompactedObservationRoundTrip(t *testing.T) {
 		t.Error("an object without observation was not kept")
 	} else if _, ok := c.observation(); ok {
 		t.Error("an object without observation observes")
+	}
+}
+
+// TestFollowYieldsToQueuedObservations: the history poll reads a page at a
+// time and stops between pages while observations wait for the writer (it
+// runs in the writer's goroutine), reading the rest on the next call.
+func TestFollowYieldsToQueuedObservations(t *testing.T) {
+	st := newStore(t)
+	for i := range followPage + 10 {
+		record(t, st, jobID("ns", fmt.Sprintf("j-%d", i)), "", store.StateRunning)
+	}
+	last, err := st.LastEventSeq(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(fake.NewClientset(), st, Options{Owner: owner("a")})
+	m.seqSet, m.nHeld = true, 1 // polled from the start, some lease held
+	m.enqueue(item{ids: []string{"queued"}})
+	if more := m.follow(t.Context()); !more {
+		t.Fatal("follow read every page while an observation was queued; want it to stop after one page")
+	}
+	if m.lastSeq >= last {
+		t.Fatalf("after one page lastSeq = %d, want below the last event %d", m.lastSeq, last)
+	}
+	m.qmu.Lock()
+	m.queue = nil // recorded by the writer
+	m.qmu.Unlock()
+	if more := m.follow(t.Context()); more {
+		t.Error("follow yielded with nothing queued")
+	}
+	if m.lastSeq != last {
+		t.Errorf("lastSeq = %d, want %d: the rest of the history read", m.lastSeq, last)
 	}
 }

@@ -31,6 +31,22 @@ func (m *Monitor) writeLoop(ctx context.Context, stop <-chan struct{}) error {
 	}()
 	poll := time.NewTicker(m.pollEvery)
 	defer poll.Stop()
+	// again: a poll stopped between pages for queued observations goes on
+	// once they are recorded (or at the same time as new ones arrive: the
+	// select picks either, and the poll yields again after a page).
+	again := make(chan struct{}, 1)
+	pollNow := func() {
+		t := time.Now()
+		more := m.follow(ctx)
+		if more {
+			signal(again)
+		}
+		if v := klog.V(traceLevel); v.Enabled() {
+			if d := time.Since(t); d >= time.Millisecond {
+				v.InfoS("monitor: history polled", "ms", ms(d), "yielded", more)
+			}
+		}
+	}
 	for {
 		select {
 		case <-m.qwake:
@@ -38,13 +54,9 @@ func (m *Monitor) writeLoop(ctx context.Context, stop <-chan struct{}) error {
 				return err
 			}
 		case <-poll.C:
-			t := time.Now()
-			m.follow(ctx)
-			if v := klog.V(traceLevel); v.Enabled() {
-				if d := time.Since(t); d >= time.Millisecond {
-					v.InfoS("monitor: history polled", "ms", ms(d))
-				}
-			}
+			pollNow()
+		case <-again:
+			pollNow()
 		case <-stop:
 			return m.drain(ctx)
 		}
@@ -166,24 +178,39 @@ func ms(d time.Duration) float64 {
 // of 100,000 workloads it holds the 100,000 events this process has just
 // recorded, and reading them at once cost 20-25 MiB of peak RSS.
 //
+// Between pages it yields to the observations queued meanwhile: it returns
+// true, with pages left to read, so that the writer records them first and
+// then polls on (a poll of the 100,000 events just recorded took 707 ms at
+// 100,000, and every observation queued meanwhile waited for it).
+//
 // Errors are left for the next poll, which reads the same events again.
-func (m *Monitor) follow(ctx context.Context) {
+func (m *Monitor) follow(ctx context.Context) (more bool) {
 	for {
 		m.mu.Lock()
 		if !m.seqSet || m.nPassive+m.nHeld == 0 {
 			m.mu.Unlock()
-			return
+			return false
 		}
 		after := m.lastSeq
 		m.mu.Unlock()
 		evs, err := m.st.EventsPage(ctx, after, followPage)
 		if err != nil || len(evs) == 0 {
-			return
+			return false
 		}
 		if !m.followEvents(ctx, after, evs) || len(evs) < followPage {
-			return
+			return false
+		}
+		if m.queued() {
+			return true
 		}
 	}
+}
+
+// queued reports whether observations wait for the writer.
+func (m *Monitor) queued() bool {
+	m.qmu.Lock()
+	defer m.qmu.Unlock()
+	return len(m.queue) > 0
 }
 
 // followPage is how many events of the history follow reads at a time.
