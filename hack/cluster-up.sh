@@ -254,11 +254,20 @@ cluster=$("$bin/kubectl" config view -o jsonpath="{.contexts[?(@.name==\"$ctx\")
 user=$("$bin/kubectl" config view -o jsonpath="{.contexts[?(@.name==\"$ctx\")].context.user}")
 "$bin/kubectl" config set-context gobrave-k3s --cluster="$cluster" --user="$user" >&2
 
-# The default ServiceAccount must exist before pods can be created in "default".
-for _ in $(seq 100); do
-  "$bin/kubectl" -n default get serviceaccount default >/dev/null 2>&1 && break
+# The default ServiceAccount must exist before pods can be created in "default"; the controller
+# manager makes it. On a loaded machine the controller manager can give up before the API server
+# answers ("failed to wait for apiserver being healthy", 10 s after its start) and exit: then no
+# controller runs and every pod would wait for ever, so say so and stop instead.
+kcm_pid=$workdir/clusters/$name/pids/kube-controller-manager.pid
+sa=false
+for _ in $(seq 600); do
+  if "$bin/kubectl" -n default get serviceaccount default >/dev/null 2>&1; then sa=true; break; fi
+  if [ -f "$kcm_pid" ] && ! kill -0 "$(cat "$kcm_pid")" 2>/dev/null; then
+    die "kube-controller-manager exited during the start (its log is above; on a loaded machine it gives up when the API server is slow to answer): run again"
+  fi
   sleep 0.1
 done
+$sa || die "no default ServiceAccount 60 s after the start: the controller manager is not working (its log is above)"
 
 # Nothing of this cluster may listen beyond loopback.
 if command -v ss >/dev/null; then
