@@ -277,10 +277,9 @@ func tuneGCForMonitoring() {
 // (monitor.EnableMemoryLimit): monitorMemBase plus monitorMemPerItem bytes
 // for each ID or cached object, raised as they grow, unless GOMEMLIMIT is set.
 // The kept heap is about 400 bytes an ID (TestMonitorFollowMemoryPerID) over
-// a few MiB, so the limit stays above it at any size (about 1.5x at 100,000
-// IDs, 1.3x as N grows without bound): below the GOGC goal in the initial
-// sync, whose garbage in flight it caps, never so low that the collector
-// runs back to back. recover --once does not set it.
+// a few MiB, so the limit stays about 1.5x above it at any size: below the
+// GOGC goal in the initial sync, whose garbage in flight it caps, never so
+// low that the collector runs back to back. recover --once does not set it.
 const (
 	monitorMemBase    = 24 << 20
 	monitorMemPerItem = 512
