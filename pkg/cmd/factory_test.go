@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"math"
 	"os"
 	"runtime/debug"
 	"testing"
@@ -48,22 +47,5 @@ func TestMonitorGC(t *testing.T) {
 	defer debug.SetGCPercent(old)
 	if old != monitorGCPercent {
 		t.Errorf("GOGC after tuneGCForMonitoring = %d, want %d", old, monitorGCPercent)
-	}
-}
-
-// TestMonitorMemoryLimit: a process whose monitors follow IDs has a soft
-// memory limit of at least monitorMemBase, unless GOMEMLIMIT is set (the
-// limit's formula and growth: pkg/monitor's TestMemoryLimit*).
-func TestMonitorMemoryLimit(t *testing.T) {
-	if os.Getenv("GOMEMLIMIT") != "" {
-		t.Skip("GOMEMLIMIT is set in the environment: it wins")
-	}
-	tuneMemoryLimitForMonitoring()
-	got := debug.SetMemoryLimit(-1)
-	if got == math.MaxInt64 {
-		t.Fatal("no soft memory limit after tuneMemoryLimitForMonitoring")
-	}
-	if got < monitorMemBase {
-		t.Errorf("soft memory limit %d, want at least %d", got, monitorMemBase)
 	}
 }

@@ -273,31 +273,8 @@ func tuneGCForMonitoring() {
 	})
 }
 
-// The soft memory limit of a process whose monitors follow IDs
-// (monitor.EnableMemoryLimit): monitorMemBase plus monitorMemPerItem bytes
-// for each ID or cached object, raised as they grow, unless GOMEMLIMIT is set.
-// The kept heap is about 400 bytes an ID (TestMonitorFollowMemoryPerID) over
-// a few MiB, so the limit stays about 1.5x above it at any size: below the
-// GOGC goal in the initial sync, whose garbage in flight it caps, never so
-// low that the collector runs back to back. recover --once does not set it.
-const (
-	monitorMemBase    = 24 << 20
-	monitorMemPerItem = 512
-)
-
-var tuneLimit sync.Once
-
-func tuneMemoryLimitForMonitoring() {
-	tuneLimit.Do(func() {
-		if os.Getenv("GOMEMLIMIT") == "" {
-			monitor.EnableMemoryLimit(monitorMemBase, monitorMemPerItem)
-		}
-	})
-}
-
 func (f *Factory) newMonitorSet(ctx context.Context, st *store.Store, opts monitor.Options) *monitorSet {
 	tuneGCForMonitoring()
-	tuneMemoryLimitForMonitoring()
 	if opts.Owner.ID == "" {
 		opts.Owner = owner()
 	}

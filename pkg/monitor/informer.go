@@ -75,9 +75,9 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 	// Each handled object is progress too (waitSynced): the handlers wait
 	// for the writer (enqueueWait), and the sync waits for the handlers.
 	inf.reg, err = si.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { inf.touch(); memAdd(&memObjects, 1); m.onObject(kind, obj, false) },
+		AddFunc:    func(obj any) { inf.touch(); m.onObject(kind, obj, false) },
 		UpdateFunc: func(_, obj any) { inf.touch(); m.onObject(kind, obj, false) },
-		DeleteFunc: func(obj any) { inf.touch(); memAdd(&memObjects, -1); m.onObject(kind, obj, true) },
+		DeleteFunc: func(obj any) { inf.touch(); m.onObject(kind, obj, true) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("monitor: set up the %s informer: %w", kind, err)

@@ -277,7 +277,6 @@ func (m *Monitor) Add(ids ...runtimeid.ID) int {
 	}
 	m.mu.Unlock()
 	if n > 0 {
-		memAdd(&memSubs, int64(n))
 		signal(m.wake)
 	}
 	return n
@@ -776,7 +775,6 @@ func (m *Monitor) finishLocked(s string, terminal bool) {
 	m.setOutsideLocked(sub, false)
 	sub.set(flagWatched, false)
 	delete(m.subs, s)
-	memSubs.Add(-1)
 }
 
 // maxQueue bounds the observations the informers' handlers queue for the

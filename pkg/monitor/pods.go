@@ -86,9 +86,9 @@ func (m *Monitor) podInformersFor(ctx context.Context, f informers.SharedInforme
 		infCtx, stop := context.WithCancel(ctx)
 		inf := &informer{namespace: fns, kind: a, inf: si, stop: stop, aux: true}
 		reg, err := si.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { inf.touch(); memAdd(&memObjects, 1); m.onPod(obj) },
+			AddFunc:    func(obj any) { inf.touch(); m.onPod(obj) },
 			UpdateFunc: func(_, obj any) { inf.touch(); m.onPod(obj) },
-			DeleteFunc: func(obj any) { inf.touch(); memAdd(&memObjects, -1); m.onPod(obj) },
+			DeleteFunc: func(obj any) { inf.touch(); m.onPod(obj) },
 		})
 		if err != nil {
 			stop()
