@@ -223,8 +223,7 @@ type applier struct {
 	tx                                 *sql.Tx
 	insert, insertObserved, seenBefore *sql.Stmt
 	recs                               map[string]*Workload
-	rowids                             map[string]int64 // of the records, for flush
-	dirty                              []string         // runtime IDs whose record moved, in first-move order
+	dirty                              []string // runtime IDs whose record moved, in first-move order
 	isDirty                            map[string]bool
 	decoded                            chan decodedSpecs
 }
@@ -253,11 +252,10 @@ func newApplier(ctx context.Context, s *Store, tx *sql.Tx, ts []Transition, spec
 }
 
 // readBatch is the records of a batch as one query read them, with their
-// rowids, their specs (undecoded; with specs only) and their clusters
+// specs (undecoded; with specs only) and their clusters
 // (with clusters only).
 type readBatch struct {
 	recs     map[string]*Workload
-	rowids   map[string]int64
 	raw      map[string][]byte
 	clusters map[string]string
 }
@@ -265,7 +263,7 @@ type readBatch struct {
 // readBatch reads the records of ids (no duplicates) in tx, in one query.
 // IDs without a record are absent from the result.
 func (s *Store) readBatch(ctx context.Context, tx *sql.Tx, ids []string, specs, clusters bool) (*readBatch, error) {
-	rb := &readBatch{recs: make(map[string]*Workload, len(ids)), rowids: make(map[string]int64, len(ids))}
+	rb := &readBatch{recs: make(map[string]*Workload, len(ids))}
 	if specs {
 		rb.raw = make(map[string][]byte, len(ids))
 	}
@@ -291,11 +289,9 @@ func (s *Store) readBatch(ctx context.Context, tx *sql.Tx, ids []string, specs, 
 	}
 	defer rows.Close()
 	var sp []byte
-	var rowid int64
 	var cluster string
 	for rows.Next() {
 		w, err := scanRow(func(dest ...any) error {
-			dest = append([]any{&rowid}, dest...)
 			if clusters {
 				dest = append(dest, &cluster)
 			}
@@ -305,7 +301,6 @@ func (s *Store) readBatch(ctx context.Context, tx *sql.Tx, ids []string, specs, 
 			return nil, err
 		}
 		rb.recs[w.RuntimeID] = &w
-		rb.rowids[w.RuntimeID] = rowid
 		if specs {
 			rb.raw[w.RuntimeID] = sp
 			sp = nil
@@ -328,7 +323,7 @@ func (rb *readBatch) applier(ctx context.Context, s *Store, tx *sql.Tx, ts []Tra
 			return nil, &notFoundError{id: t.RuntimeID}
 		}
 	}
-	a := &applier{s: s, tx: tx, recs: rb.recs, rowids: rb.rowids, isDirty: map[string]bool{}}
+	a := &applier{s: s, tx: tx, recs: rb.recs, isDirty: map[string]bool{}}
 	for _, p := range []struct {
 		stmt **sql.Stmt
 		q    string
@@ -402,8 +397,8 @@ func (a *applier) close() {
 }
 
 // flush writes every record that moved: an UPDATE of many rows, each found
-// by its rowid (read with the record in this transaction, under the write
-// lock, so it cannot change meanwhile). It used to be an upsert on the
+// by its runtime ID, the table's key since schema 7 (it was found by its
+// rowid before, read with the record). It used to be an upsert on the
 // runtime ID: that built an insert of all 17 columns and searched the
 // primary key's text index before turning into the update: a third of its
 // work in SQLite (docs/performance.md). Each statement must find all its
@@ -423,7 +418,7 @@ func (a *applier) flush(ctx context.Context, now time.Time) error {
 			args := make([]any, 0, updateCols*size)
 			for _, id := range ids[:size] {
 				w := a.recs[id]
-				args = append(args, a.rowids[id], string(w.State), w.Message, w.UID, w.Epoch,
+				args = append(args, id, string(w.State), w.Message, w.UID, w.Epoch,
 					string(w.Request), string(w.Expect), toDB(now),
 					w.Result.Reason, nullInt(w.Result.ExitCode), nullTime(w.Result.StartedAt), nullTime(w.Result.FinishedAt))
 			}
@@ -452,7 +447,7 @@ const updateCols = 12
 
 // readRecords returns the statement that reads the records of a JSON array
 // of runtime IDs (one parameter, whatever the batch's size), prepared once:
-// the rowid, the columns of scanRow and, with clusters, the record's
+// the columns of scanRow and, with clusters, the record's
 // cluster (” when none). Without specs it reads NULL for the spec: SQLite
 // then never reads the column, most of a record's bytes and often on
 // overflow pages of its own.
@@ -475,7 +470,7 @@ func (s *Store) readRecords(ctx context.Context, specs, clusters bool) (*sql.Stm
 	if s.readRecs[i] != nil {
 		return s.readRecs[i], nil
 	}
-	st, err := s.db.PrepareContext(ctx, "SELECT w.rowid, "+cols+from+" WHERE w.runtime_id IN (SELECT value FROM json_each(?))")
+	st, err := s.db.PrepareContext(ctx, "SELECT "+cols+from+" WHERE w.runtime_id IN (SELECT value FROM json_each(?))")
 	if err != nil {
 		return nil, err
 	}
@@ -495,7 +490,7 @@ func (s *Store) update(ctx context.Context, size int) (*sql.Stmt, error) {
 	request = v.column6, expect = v.column7, updated_at = v.column8, reason = v.column9, exit_code = v.column10,
 	started_at = v.column11, finished_at = v.column12
 FROM (VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", size), ", ") + `) AS v
-WHERE workloads.rowid = v.column1`
+WHERE workloads.runtime_id = v.column1`
 	st, err := s.db.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, err

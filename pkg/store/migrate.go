@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -80,7 +81,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err := s.checkNotNewer(v); err != nil {
 		return err
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.withoutForeignKeys(ctx, func(tx *sql.Tx) error {
 		// Read again under the write lock: another process may have
 		// migrated in the meantime.
 		var cur int
@@ -103,6 +104,44 @@ func (s *Store) migrate(ctx context.Context) error {
 		return s.fail("migrate schema", err)
 	}
 	return nil
+}
+
+// withoutForeignKeys runs fn in a write transaction (BEGIN IMMEDIATE) on a
+// connection of its own with foreign keys off, as SQLite's procedure for
+// rebuilding a table asks: migration 7 drops the old workloads table, which
+// with foreign keys on would delete, or fail on, the rows that reference it
+// (events, clusters, revisions). Foreign keys cannot be switched inside a
+// transaction, so the connection switches them off before BEGIN and on
+// again before it goes back to the pool; a connection that cannot be
+// switched back is discarded.
+func (s *Store) withoutForeignKeys(ctx context.Context, fn func(*sql.Tx) error) (err error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA foreign_keys = OFF"); err != nil {
+		return err
+	}
+	defer func() {
+		if _, ferr := conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA foreign_keys = ON"); ferr != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn }) // never reused
+			if err == nil {
+				err = ferr
+			}
+		}
+	}()
+	tx, err := conn.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
 }
 
 func (s *Store) checkNotNewer(v int) error {

@@ -173,7 +173,8 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "state.db")
 	s, _ := openAt(t, path)
-	if _, err := s.db.ExecContext(ctx, "PRAGMA user_version = 7"); err != nil {
+	newer := schemaLatest + 1
+	if _, err := s.db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", newer)); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -182,7 +183,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	if !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("Open() = %v, want ErrNewerSchema", err)
 	}
-	want := fmt.Sprintf("state database %s was written by a newer kubectl-gobrave (schema 7, this binary knows %d): upgrade the plugin or use --state-db", path, schemaLatest)
+	want := fmt.Sprintf("state database %s was written by a newer kubectl-gobrave (schema %d, this binary knows %d): upgrade the plugin or use --state-db", path, newer, schemaLatest)
 	if diff := cmp.Diff(want, err.Error()); diff != "" {
 		t.Errorf("message (-want +got):\n%s", diff)
 	}
