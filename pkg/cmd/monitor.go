@@ -103,7 +103,7 @@ func (o *MonitorOptions) Run(ctx context.Context) error {
 	)
 	p := &eventPrinter{w: o.Out, json: o.Output == "json"}
 	if o.All && o.Follow {
-		if st, err = o.f.Store(ctx); err != nil {
+		if st, err = o.f.FollowingStore(ctx); err != nil {
 			return err
 		}
 		// Picks up the IDs created (or started again) while it runs.

@@ -380,6 +380,10 @@ const discoverInterval = time.Second
 // liveScanPage is the page of records runMonitorsDiscovering reads at a time.
 const liveScanPage = 1000
 
+// discoverPage is the page of events runMonitorsDiscovering's look for new
+// IDs reads at a time.
+const discoverPage = 1024
+
 // runMonitorsDiscovering is runMonitors for `monitor --all --follow` and
 // `recover` without --once: it also picks up the IDs that become
 // non-terminal after it started, whatever the event (created, started again,
@@ -428,38 +432,47 @@ func (f *Factory) runMonitorsDiscovering(ctx context.Context, st *store.Store, o
 				return
 			case <-tick.C:
 			}
-			evs, err := st.EventsSince(set.ctx, lastSeq)
-			if err != nil {
-				continue // the next look tries again
-			}
-			last := lastSeq
-			seen := map[string]bool{}
-			var ids []string
-			for _, e := range evs {
-				last = max(last, e.Seq)
-				if !seen[e.RuntimeID] {
-					seen[e.RuntimeID] = true
-					ids = append(ids, e.RuntimeID)
+			// A page of events at a time: the first look after the
+			// initial sync reads the events of every workload the monitors
+			// have just recorded (100,000 at N = 100,000), about 4 MiB of
+			// events and more of records when read at once.
+			for set.ctx.Err() == nil {
+				evs, err := st.EventsPage(set.ctx, lastSeq, discoverPage)
+				if err != nil {
+					break // the next look tries again
 				}
-			}
-			// Any event may leave a record non-terminal: read them all, in
-			// one query per 500 IDs. IDs a monitor has already are ignored.
-			recs, err := st.Records(set.ctx, ids)
-			if err != nil {
-				continue // the next look reads the same events again
-			}
-			lastSeq = last
-			var found []store.Workload
-			for _, id := range ids {
-				if w, ok := recs[id]; ok && !w.State.Terminal() {
-					found = append(found, w)
+				last := lastSeq
+				seen := map[string]bool{}
+				var ids []string
+				for _, e := range evs {
+					last = max(last, e.Seq)
+					if !seen[e.RuntimeID] {
+						seen[e.RuntimeID] = true
+						ids = append(ids, e.RuntimeID)
+					}
 				}
-			}
-			if len(found) > 0 {
-				if err := set.add(found); err != nil {
-					set.mu.Lock()
-					set.errs = append(set.errs, err)
-					set.mu.Unlock()
+				// Any event may leave a record non-terminal: read them all, in
+				// one query per 500 IDs. IDs a monitor has already are ignored.
+				recs, err := st.Records(set.ctx, ids)
+				if err != nil {
+					break // the next look reads the same events again
+				}
+				lastSeq = last
+				var found []store.Workload
+				for _, id := range ids {
+					if w, ok := recs[id]; ok && !w.State.Terminal() {
+						found = append(found, w)
+					}
+				}
+				if len(found) > 0 {
+					if err := set.add(found); err != nil {
+						set.mu.Lock()
+						set.errs = append(set.errs, err)
+						set.mu.Unlock()
+					}
+				}
+				if len(evs) < discoverPage {
+					break
 				}
 			}
 		}

@@ -307,7 +307,7 @@ func (m *Monitor) observeLocked(sub *subscription, obj any, deleted bool, at tim
 		return nil
 	}
 	add := func(o Observation) {
-		sub.last = hashOf(o)
+		sub.setLast(hashOf(o))
 		items = append(items, item{ids: []string{sub.id}, obs: o, at: at})
 	}
 	defer func() {
@@ -338,7 +338,7 @@ func (m *Monitor) observeLocked(sub *subscription, obj any, deleted bool, at tim
 		o, ok = observe(obj)
 	}
 	switch {
-	case ok && hashOf(o) != sub.last:
+	case ok && hashOf(o) != sub.last():
 		add(o) // carries the UID to the store
 	case firstUID && uid != "":
 		items = append(items, item{ids: []string{sub.id}, setUID: uid, at: at})
@@ -350,10 +350,10 @@ func (m *Monitor) observeLocked(sub *subscription, obj any, deleted bool, at tim
 func (m *Monitor) goneLocked(sub *subscription, at time.Time) []item {
 	o := Deleted(types.UID(sub.uid))
 	h := hashOf(o)
-	if h == sub.last {
+	if h == sub.last() {
 		return nil
 	}
-	sub.last = h
+	sub.setLast(h)
 	return []item{{ids: []string{sub.id}, obs: o, at: at}}
 }
 

@@ -42,20 +42,27 @@ var slim = runtime.Slim
 // detection read them), and its observation, mapped by the transform when
 // the object arrives and encoded in place: the type as a byte, the times as
 // Unix nanoseconds, the exit code as a number, the observation's UID as the
-// object's (no pointers, no copies). No ObjectMeta (about 270 bytes of
-// mostly empty fields) but for the moments client-go asks for one
-// (GetObjectMeta, to compute a key). 128 bytes and its strings, where a
-// Deployment or a Job slimmed (runtime.Slim) still takes about 2 KiB as Go
-// structs. Nothing reads a cached workload object but observe and
-// identity: a late subscription reads its observation (snapshot).
+// object's, its message and reason behind one pointer, nil when both are
+// empty (a running workload), shared by the entries with the same texts
+// (internText). The namespace is one string per namespace (internNamespace),
+// not one per object. No ObjectMeta: compacted is a metav1.Object itself,
+// so client-go's keys and resource version checks read it without
+// allocating one (a 240-byte ObjectMeta for each of the 4-5 keys computed
+// per object during a sync). 96 bytes and its strings, where a Deployment or
+// a Job slimmed (runtime.Slim) still takes about 2 KiB as Go structs.
+// Nothing reads a cached workload object but observe and identity: a late
+// subscription reads its observation (snapshot).
 type compacted struct {
 	name, namespace, uid, rv string
-	message, reason          string
-	started, finished        int64 // UnixNano, when flags say so
+	text                     *obsText // message and reason; nil when both are ""
+	started, finished        int64    // UnixNano, when flags say so
 	exitCode                 int32
 	typ                      uint8 // index in obsTypes
 	flags                    uint8 // obsOK, obsExit, obsStarted, obsFinished
 }
+
+// obsText is an observation's message and reason.
+type obsText struct{ message, reason string }
 
 // Bits of compacted.flags.
 const (
@@ -94,11 +101,64 @@ func typeAt(i uint8) store.EventType {
 	return obsTypes[i]
 }
 
+// maxInterned bounds each intern table: past it, new values are kept as
+// they come (one copy per object, as without the table), so that a cluster
+// whose messages all differ does not grow a table for nothing.
+const maxInterned = 4096
+
+// interns are the namespaces and the texts of the cached observations,
+// each kept once: 100,000 objects over 100 namespaces keep 100 namespace
+// strings, and the completed jobs share one text ("0", Completed), as do
+// the failed ones whose condition says the same.
+var interns struct {
+	sync.Mutex
+	namespaces map[string]string
+	texts      map[obsText]*obsText
+}
+
+// internNamespace is the kept copy of ns.
+func internNamespace(ns string) string {
+	interns.Lock()
+	defer interns.Unlock()
+	if s, ok := interns.namespaces[ns]; ok {
+		return s
+	}
+	if interns.namespaces == nil {
+		interns.namespaces = map[string]string{}
+	}
+	if len(interns.namespaces) < maxInterned {
+		interns.namespaces[ns] = ns
+	}
+	return ns
+}
+
+// internText is the kept copy of the text (message, reason), nil when both
+// are empty.
+func internText(message, reason string) *obsText {
+	if message == "" && reason == "" {
+		return nil
+	}
+	t := obsText{message, reason}
+	interns.Lock()
+	defer interns.Unlock()
+	if p, ok := interns.texts[t]; ok {
+		return p
+	}
+	p := &t
+	if interns.texts == nil {
+		interns.texts = map[obsText]*obsText{}
+	}
+	if len(interns.texts) < maxInterned {
+		interns.texts[t] = p
+	}
+	return p
+}
+
 // newCompacted is the cache entry of an object with identity m and
 // observation o (ok: the kind mapped it); false when o cannot be encoded
 // (its UID is not the object's, which no kind's mapping does).
 func newCompacted(m metav1.Object, o Observation, ok bool) (*compacted, bool) {
-	c := &compacted{name: m.GetName(), namespace: m.GetNamespace(), uid: string(m.GetUID()), rv: m.GetResourceVersion()}
+	c := &compacted{name: m.GetName(), namespace: internNamespace(m.GetNamespace()), uid: string(m.GetUID()), rv: m.GetResourceVersion()}
 	if !ok {
 		return c, true
 	}
@@ -106,7 +166,7 @@ func newCompacted(m metav1.Object, o Observation, ok bool) (*compacted, bool) {
 	if !known || o.UID != c.uid {
 		return nil, false
 	}
-	c.flags, c.typ, c.message, c.reason = obsOK, typ, o.Message, o.Reason
+	c.flags, c.typ, c.text = obsOK, typ, internText(o.Message, o.Reason)
 	if o.ExitCode != nil {
 		c.flags |= obsExit
 		c.exitCode = *o.ExitCode
@@ -127,7 +187,10 @@ func (c *compacted) observation() (Observation, bool) {
 	if c.flags&obsOK == 0 {
 		return Observation{}, false
 	}
-	o := Observation{Type: typeAt(c.typ), Message: c.message, UID: c.uid, Result: store.Result{Reason: c.reason}}
+	o := Observation{Type: typeAt(c.typ), UID: c.uid}
+	if c.text != nil {
+		o.Message, o.Reason = c.text.message, c.text.reason
+	}
 	if c.flags&obsExit != 0 {
 		code := c.exitCode
 		o.ExitCode = &code
@@ -143,11 +206,41 @@ func (c *compacted) observation() (Observation, bool) {
 	return o, true
 }
 
-// GetObjectMeta makes compacted a metav1.ObjectMetaAccessor, which is all
-// client-go's stores need of it (meta.Accessor: keys, resource versions).
-func (c *compacted) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Name: c.name, Namespace: c.namespace, UID: types.UID(c.uid), ResourceVersion: c.rv}
-}
+// compacted is a metav1.Object: what client-go's stores read of it
+// (meta.Accessor: keys, resource versions) is its own fields. It has no
+// other metadata: the rest reads as empty and is not kept when set.
+var _ metav1.Object = (*compacted)(nil)
+
+func (c *compacted) GetNamespace() string                          { return c.namespace }
+func (c *compacted) SetNamespace(ns string)                        { c.namespace = internNamespace(ns) }
+func (c *compacted) GetName() string                               { return c.name }
+func (c *compacted) SetName(name string)                           { c.name = name }
+func (c *compacted) GetGenerateName() string                       { return "" }
+func (c *compacted) SetGenerateName(string)                        {}
+func (c *compacted) GetUID() types.UID                             { return types.UID(c.uid) }
+func (c *compacted) SetUID(uid types.UID)                          { c.uid = string(uid) }
+func (c *compacted) GetResourceVersion() string                    { return c.rv }
+func (c *compacted) SetResourceVersion(rv string)                  { c.rv = rv }
+func (c *compacted) GetGeneration() int64                          { return 0 }
+func (c *compacted) SetGeneration(int64)                           {}
+func (c *compacted) GetSelfLink() string                           { return "" }
+func (c *compacted) SetSelfLink(string)                            {}
+func (c *compacted) GetCreationTimestamp() metav1.Time             { return metav1.Time{} }
+func (c *compacted) SetCreationTimestamp(metav1.Time)              {}
+func (c *compacted) GetDeletionTimestamp() *metav1.Time            { return nil }
+func (c *compacted) SetDeletionTimestamp(*metav1.Time)             {}
+func (c *compacted) GetDeletionGracePeriodSeconds() *int64         { return nil }
+func (c *compacted) SetDeletionGracePeriodSeconds(*int64)          {}
+func (c *compacted) GetLabels() map[string]string                  { return nil }
+func (c *compacted) SetLabels(map[string]string)                   {}
+func (c *compacted) GetAnnotations() map[string]string             { return nil }
+func (c *compacted) SetAnnotations(map[string]string)              {}
+func (c *compacted) GetFinalizers() []string                       { return nil }
+func (c *compacted) SetFinalizers([]string)                        {}
+func (c *compacted) GetOwnerReferences() []metav1.OwnerReference   { return nil }
+func (c *compacted) SetOwnerReferences([]metav1.OwnerReference)    {}
+func (c *compacted) GetManagedFields() []metav1.ManagedFieldsEntry { return nil }
+func (c *compacted) SetManagedFields([]metav1.ManagedFieldsEntry)  {}
 
 // identity is the namespace, name and UID of an object of the informers:
 // compacted, or whole.
@@ -195,13 +288,14 @@ func isWorkloadObject(obj any) bool {
 	return false
 }
 
-// obsHash is a 64-bit hash of an observation (hashOf); 0 is none. A
+// obsHash is a 56-bit hash of an observation (hashOf); 0 is none. A
 // subscription keeps the hash of the last observation it enqueued, not the
-// observation, to skip repeats: 8 bytes an ID instead of about 100.
+// observation, to skip repeats: 7 bytes an ID instead of about 100.
 type obsHash uint64
 
-// hashOf hashes what Observation.Equal compares. A collision (2^-64) would
-// skip one observation, as a repeat.
+// hashOf hashes what Observation.Equal compares, in 56 bits (the top byte
+// of a subscription's word is its state or flags). A collision (2^-56)
+// would skip one observation, as a repeat.
 func hashOf(o Observation) obsHash {
 	h := fnv.New64a()
 	for _, s := range []string{string(o.Type), o.Message, o.UID, o.Reason} {
@@ -229,5 +323,5 @@ func hashOf(o Observation) obsHash {
 			num(false, 0)
 		}
 	}
-	return obsHash(max(h.Sum64(), 1))
+	return obsHash(max(h.Sum64()&hashBits, 1))
 }

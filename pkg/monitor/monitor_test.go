@@ -551,7 +551,9 @@ func TestHandlers(t *testing.T) {
 	newMonitor := func(uid string) *Monitor {
 		m := New(fake.NewClientset(), nil, Options{Owner: owner("a")})
 		m.runtimes = []string{id.Runtime}
-		m.subs[id.String()] = &subscription{id: id.String(), uid: uid, flags: flagWatched}
+		sub := &subscription{id: id.String(), uid: uid}
+		sub.set(flagWatched, true)
+		m.subs[id.String()] = sub
 		return m
 	}
 	queued := func(m *Monitor) []string {
@@ -1263,7 +1265,7 @@ func TestDeleteRequestedOfHeldID(t *testing.T) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		s := m.subs[id.String()]
-		return s != nil && s.state == codeOf(store.StateDeleted)
+		return s != nil && s.state() == codeOf(store.StateDeleted)
 	})
 	if err := client.AppsV1().Deployments("ns").Delete(t.Context(), "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

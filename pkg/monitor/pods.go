@@ -215,14 +215,14 @@ func (m *Monitor) podObserveLocked(sub *subscription, at time.Time) []item {
 	}
 	o, ok := st.Observation(sub.uid)
 	if !ok {
-		sub.podLast = 0
+		sub.setPodLast(0)
 		return nil
 	}
 	h := hashOf(o)
-	if h == sub.podLast {
+	if h == sub.podLast() {
 		return nil
 	}
-	sub.podLast = h
+	sub.setPodLast(h)
 	return []item{{ids: []string{sub.id}, obs: o, at: at}}
 }
 

@@ -267,7 +267,7 @@ func (m *Monitor) followEvents(ctx context.Context, after int64, evs []store.Eve
 			wake = true
 			continue
 		}
-		sub.state = codeOf(w.State)
+		sub.setState(codeOf(w.State))
 		if sub.has(flagPassive) {
 			if w.State.Terminal() {
 				m.finishLocked(s, true)
@@ -281,7 +281,8 @@ func (m *Monitor) followEvents(ctx context.Context, after int64, evs []store.Eve
 			continue
 		}
 		if sub.has(flagWatched) && !slices.Contains(m.rechecks, sub) {
-			sub.last, sub.podLast = 0, 0
+			sub.setLast(0)
+			sub.setPodLast(0)
 			sub.set(flagSnapshotted, false)
 			m.rechecks = append(m.rechecks, sub)
 			wake = true

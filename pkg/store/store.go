@@ -87,12 +87,13 @@ func (s *Store) Retries() Retries {
 }
 
 // Open opens the state database at path, creating it (folder mode 0700,
-// file mode 0600) and applying the embedded migrations when needed.
-func Open(ctx context.Context, path string) (*Store, error) {
-	return open(ctx, path, defaultWaits)
+// file mode 0600) and applying the embedded migrations when needed. Options
+// change its connections' settings (CacheKiB).
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	return open(ctx, path, defaultWaits, opts...)
 }
 
-func open(ctx context.Context, path string, w waits) (*Store, error) {
+func open(ctx context.Context, path string, w waits, opts ...Option) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("open state database: empty path")
 	}
@@ -109,6 +110,7 @@ func open(ctx context.Context, path string, w waits) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
+	dsn = withOptions(dsn, opts)
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open state database %s: %w", path, err)
