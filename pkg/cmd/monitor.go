@@ -117,11 +117,17 @@ func (o *MonitorOptions) Run(ctx context.Context) error {
 		if st, err = o.f.Store(ctx); err != nil {
 			return err
 		}
-		ws, err = st.List(ctx, store.Filter{NoSpec: true}) // the monitors need IDs and states only
-	} else {
-		st, ws, err = o.f.resolveAll(ctx, o.args)
+		var n int
+		_, n, err = o.f.runMonitorsPaged(ctx, st, monitor.Options{OnEvent: p.print})
+		if err == nil && n == 0 {
+			fmt.Fprintln(o.ErrOut, "Nothing to monitor: every ID is terminal.")
+		}
+		if err != nil && ctx.Err() != nil {
+			return nil // interrupted: the monitor flushed what was pending
+		}
+		return err
 	}
-	if err != nil {
+	if st, ws, err = o.f.resolveAll(ctx, o.args); err != nil {
 		return err
 	}
 	var live []store.Workload
@@ -423,4 +429,43 @@ func (f *Factory) reconcileAll(ctx context.Context, st *store.Store, scopes []st
 		}
 	}
 	return total, nil
+}
+
+// runMonitorsPaged is runMonitors over every non-terminal record, for
+// `monitor --all` without --follow: the records are read page by page
+// (ScanLive: IDs and states, no specs) and not kept, as
+// runMonitorsDiscovering reads them, so that the listing's memory does not
+// grow with their number (the monitors keep what they need of each ID).
+// The monitors start once every page is added: one that does not follow
+// ends when its IDs are terminal. It returns the number of records given.
+func (f *Factory) runMonitorsPaged(ctx context.Context, st *store.Store, opts monitor.Options) (monitor.Summary, int, error) {
+	set := f.newMonitorSet(ctx, st, opts)
+	set.hold = true
+	n := 0
+	err := st.ScanLive(ctx, store.ScanFilter{}, liveScanPage, func(page []store.LiveRecord) error {
+		ws := make([]store.Workload, len(page))
+		for i := range page {
+			ws[i] = page[i].Workload
+		}
+		n += len(ws)
+		return set.add(ws)
+	})
+	if err != nil || n == 0 {
+		set.stop()
+		return monitor.Summary{}, n, err
+	}
+	set.release()
+	sum, err := set.wait()
+	return sum, n, err
+}
+
+// release starts the monitors add held.
+func (s *monitorSet) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hold = false
+	for _, m := range s.held {
+		s.start(m)
+	}
+	s.held = nil
 }

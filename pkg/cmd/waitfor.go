@@ -254,6 +254,11 @@ type monitorSet struct {
 	total monitor.Summary
 	errs  []error
 	wg    sync.WaitGroup
+	// hold keeps the monitors add makes from running until release: a
+	// monitor that does not follow ends once its IDs are terminal, before
+	// the IDs of later pages are added.
+	hold bool
+	held []*monitor.Monitor
 }
 
 // monitorGCPercent is the GOGC of a process that monitors, unless GOGC is set
@@ -323,22 +328,31 @@ func (s *monitorSet) add(ws []store.Workload) error {
 		m := monitor.New(client, s.st, mopts)
 		m.Add(groups[c]...)
 		s.mons[c] = m
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			sum, err := m.Run(s.ctx)
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			s.total.Reattached += sum.Reattached
-			s.total.Changed += sum.Changed
-			s.total.Terminal += sum.Terminal
-			if err != nil && !errors.Is(err, context.Canceled) {
-				s.errs = append(s.errs, err)
-				s.stop() // a following set must not run on without it
-			}
-		}()
+		if s.hold {
+			s.held = append(s.held, m) // started by release
+			continue
+		}
+		s.start(m)
 	}
 	return nil
+}
+
+// start runs m until it returns, adding up its summary. s.mu is held.
+func (s *monitorSet) start(m *monitor.Monitor) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		sum, err := m.Run(s.ctx)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.total.Reattached += sum.Reattached
+		s.total.Changed += sum.Changed
+		s.total.Terminal += sum.Terminal
+		if err != nil && !errors.Is(err, context.Canceled) {
+			s.errs = append(s.errs, err)
+			s.stop() // a following set must not run on without it
+		}
+	}()
 }
 
 // expect tells the monitors to come how many namespaces the records of

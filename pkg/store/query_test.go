@@ -57,3 +57,76 @@ func TestRowsMatchesList(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Rows with Query.Fields reads the fields asked for, as List reads them,
+// and leaves the others zero: a listing reads only the columns it prints.
+func TestRowsFields(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	fill(t, s, 120)
+	// Results, requests and messages on some records, so that every field
+	// has something to read.
+	if _, err := s.db.ExecContext(ctx, `UPDATE workloads SET reason = 'Error', exit_code = rowid % 7, started_at = 1000000000 * rowid,
+		finished_at = 2000000000 * rowid, message = 'm ' || rowid, request = 'StopRequested', expect = 'ContainerDeleted', epoch = 2,
+		updated_at = 3000000000 * rowid, created_at = 1000000000 * rowid WHERE rowid % 3 = 1`); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.List(ctx, Filter{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	only := func(w Workload, f Fields) Workload {
+		o := Workload{RuntimeID: w.RuntimeID}
+		if f&FieldKind != 0 {
+			o.Kind = w.Kind
+		}
+		if f&FieldState != 0 {
+			o.State = w.State
+		}
+		if f&FieldCreated != 0 {
+			o.CreatedAt = w.CreatedAt
+		}
+		if f&FieldPlace != 0 {
+			o.Runtime, o.Namespace, o.Name = w.Runtime, w.Namespace, w.Name
+		}
+		if f&FieldUID != 0 {
+			o.UID = w.UID
+		}
+		if f&FieldMessage != 0 {
+			o.Message = w.Message
+		}
+		if f&FieldUpdated != 0 {
+			o.UpdatedAt = w.UpdatedAt
+		}
+		if f&FieldResult != 0 {
+			o.Result = w.Result
+		}
+		if f&FieldRequest != 0 {
+			o.Epoch, o.Request, o.Expect = w.Epoch, w.Request, w.Expect
+		}
+		if f&FieldSpec != 0 {
+			o.Spec = w.Spec
+		}
+		return o
+	}
+	for _, f := range []Fields{FieldRuntimeID, FieldKind, FieldState, FieldCreated, FieldPlace, FieldUID, FieldMessage,
+		FieldUpdated, FieldResult, FieldRequest, FieldSpec, FieldKind | FieldState | FieldCreated, FieldsAll &^ FieldSpec, FieldsAll} {
+		got, err := s.Select(ctx, Query{Filter: Filter{All: true}, Fields: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]Workload, len(all))
+		for i, w := range all {
+			want[i] = only(w, f)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Fields %#x (-want +got):\n%s", f, diff)
+		}
+	}
+	// Match sees what Fields reads.
+	got, err := s.Select(ctx, Query{Filter: Filter{All: true}, Fields: FieldSpec | FieldKind,
+		Match: func(w Workload) bool { return w.Spec.Labels["team"] == "data" && w.Kind == "job" && w.Name == "" }})
+	if err != nil || len(got) != 60 {
+		t.Fatalf("Match with Fields: %d rows (want 60), %v", len(got), err)
+	}
+}
