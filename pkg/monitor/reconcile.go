@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
@@ -386,8 +387,8 @@ func (r *reconciler) streamIn(ctx context.Context, kind, ns string, fn func(any)
 		where, canI = "in all namespaces", "--all-namespaces"
 	}
 	res := kind + "s"
-	if cs, ok := r.c.(*kubernetes.Clientset); ok {
-		where += " at " + cs.CoreV1().RESTClient().Get().URL().Host // the address that does not answer
+	if rc, ok := r.c.CoreV1().RESTClient().(*rest.RESTClient); ok && rc != nil {
+		where += " at " + rc.Get().URL().Host // the address that does not answer
 	}
 	if isDenied(err) {
 		return fmt.Errorf("monitor: list %s %s is forbidden: %w: check access with 'kubectl auth can-i list %s %s' and 'kubectl auth can-i watch %s %s'", res, where, err, res, canI, res, canI)
