@@ -32,6 +32,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"io"
@@ -64,11 +65,16 @@ func main() {
 	cache := flag.String("cache", filepath.Join(os.TempDir(), "recmem"), "where the seeded databases are kept")
 	inproc := flag.Bool("inproc", false, "run the command in this process and profile its heap")
 	heapProfile := flag.String("heapprofile", "", "with -inproc: write the heap profile at the sampled peak here")
+	profileRate := flag.Int("memprofilerate", 0, "with -inproc: runtime.MemProfileRate (bytes between samples; 0 keeps Go's 512 KiB, too coarse to see a map of a few MiB)")
 	smaps = flag.String("smaps", "", "write /proc/PID/smaps at the highest VmRSS sampled here (what each mapping holds)")
+	pagemap = flag.String("pagemap", "", "write the resident pages of the plugin's executable at the highest VmRSS sampled here, one line a page: its address and the mapping's permissions (attribute them with `go tool nm -size` of an unstripped build; see residentPages)")
 	useTLS = flag.Bool("tls", false, "serve HTTP/2 over TLS, as a real API server does (the client's HTTP/2 flow-control buffers count then)")
 	realEnv = flag.String("real", "", "run against a real cluster instead: the environment file `hack/bench -hold` writes (its KUBECONFIG, HOME, ... for the plugin, its TEMPLATE_DB as the database; -n must be the load's N)")
 	extra := flag.String("args", "", "more arguments for recover, space-separated (e.g. \"-o json\")")
 	flag.Parse()
+	if *profileRate > 0 {
+		goruntime.MemProfileRate = *profileRate
+	}
 	if err := run(*n, *nss, strings.Split(*plugin, ","), *reps, *sample, *cache, *inproc, *heapProfile, strings.Fields(*extra)); err != nil {
 		fmt.Fprintln(os.Stderr, "recmem:", err)
 		os.Exit(1)
@@ -77,6 +83,7 @@ func main() {
 
 var (
 	smaps   *string
+	pagemap *string
 	useTLS  *bool
 	realEnv *string
 )
@@ -327,6 +334,11 @@ func runOne(plugin string, args []string, dir string, every time.Duration, base 
 						_ = os.WriteFile(*smaps, b, 0o644)
 					}
 				}
+				if *pagemap != "" {
+					if b, err := residentPages(c.Process.Pid, path); err == nil {
+						_ = os.WriteFile(*pagemap, b, 0o644)
+					}
+				}
 			}
 		}
 	}
@@ -413,3 +425,50 @@ func lastLine(s string) string {
 }
 
 func mib(kib int64) float64 { return float64(kib) / 1024 }
+
+// residentPages lists the pages of the mappings of exe (the executable's
+// text, read-only data and data) that are resident in process pid, from
+// /proc/PID/pagemap (bit 63: present; root sees it): "ADDRESS PERMS" a
+// line, the address in hex. With an unstripped build of the same source the
+// addresses are those of `go tool nm`, so that the resident text can be
+// attributed to packages.
+func residentPages(pid int, exe string) ([]byte, error) {
+	abs, err := filepath.Abs(exe)
+	if err != nil {
+		return nil, err
+	}
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return nil, err
+	}
+	pm, err := os.Open(fmt.Sprintf("/proc/%d/pagemap", pid))
+	if err != nil {
+		return nil, err
+	}
+	defer pm.Close()
+	page := uint64(os.Getpagesize())
+	var out bytes.Buffer
+	for _, line := range strings.Split(string(maps), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || f[5] != abs {
+			continue
+		}
+		lo, hi, _ := strings.Cut(f[0], "-")
+		start, err1 := strconv.ParseUint(lo, 16, 64)
+		end, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		n := (end - start) / page
+		buf := make([]byte, 8*n)
+		if _, err := pm.ReadAt(buf, int64(start/page*8)); err != nil {
+			return nil, err
+		}
+		for i := range n {
+			if binary.LittleEndian.Uint64(buf[8*i:])&(1<<63) != 0 {
+				fmt.Fprintf(&out, "%x %s\n", start+i*page, f[1])
+			}
+		}
+	}
+	return out.Bytes(), nil
+}

@@ -303,7 +303,7 @@ func (f *Factory) buildClient(ctxName string) (kubernetes.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := kubernetes.NewForConfig(rc)
+	c, err := newClientset(rc)
 	if err != nil {
 		return nil, fmt.Errorf("build client for context %q: %w", ctxName, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
@@ -63,7 +64,8 @@ type ReconcileOptions struct {
 //     batchSize objects goes to one writer, which in one transaction
 //     (store.ApplyFree) reads their records once, takes their leases,
 //     records the observations and releases the leases while the streams go on.
-//     Of each object with a record only a 64-bit hash of its key is kept;
+//     Of each object with a record only a 64-bit hash of its key is kept,
+//     8 bytes in a slice sized by the records live at the start (keySet);
 //  3. when fewer records of a kind were streamed than were live at the
 //     start, the records whose object was not streamed are read page by
 //     page; for the namespaces that have any, one metadata-only watch-list
@@ -83,7 +85,7 @@ func Reconcile(ctx context.Context, c kubernetes.Interface, st *store.Store, o R
 	if o.ClusterWide <= 0 {
 		o.ClusterWide = DefaultClusterWide
 	}
-	r := &reconciler{c: c, st: st, o: o, started: time.Now(), notes: map[types.UID]*podNote{}, seen: map[uint64]struct{}{}, seenLive: map[string]int{}}
+	r := &reconciler{c: c, st: st, o: o, started: time.Now(), notes: map[types.UID]*podNote{}, seen: map[string]*keySet{}}
 	if o.Metadata != nil {
 		r.meta = metadataLister(o.Metadata, o.SyncTimeout)
 	} else {
@@ -101,12 +103,72 @@ type reconciler struct {
 	started time.Time
 
 	notes map[types.UID]*podNote // by controller UID: a Job, a ReplicaSet, then its Deployment
-	seen  map[uint64]struct{}    // keyHash of the objects streamed that have a record
-	// seenLive counts, by kind, the records of the objects in seen that
-	// were live when the pass began: when it reaches the number of such
-	// records, none can be absent and none is read again.
-	seenLive map[string]int
-	sum      Summary
+	// seen holds, by kind, the keyHash of each object streamed that has a
+	// record, with the number of its records that were live when the pass
+	// began: when their sum reaches the number of such records, none can
+	// be absent and none is read again. Written by the writer only while
+	// the streams run, sealed once they end.
+	seen map[string]*keySet
+	sum  Summary
+}
+
+// keySet is a set of 64-bit key hashes, each with a small count, in 8
+// bytes an entry (a Go map of them takes 20–24 bytes an entry at 100,000:
+// the largest part of recover's heap that grows with N). Entries are
+// appended while the streams run (a stream tried again appends its objects
+// again), then seal sorts them and keeps one entry a key, after which has
+// looks keys up by binary search.
+type keySet struct {
+	keys   []uint64 // the hash's top 60 bits | the count, at most countMask
+	sealed bool
+}
+
+// countMask: the low bits of an entry hold its count. Dropping them from
+// the hash leaves 60 bits: at 100,000 keys the odds of a collision are ~1e-8.
+const countMask = 1<<4 - 1
+
+// add appends key h with count n (capped at countMask: a lower count only
+// makes the pass read more records, never fewer).
+func (s *keySet) add(h uint64, n int) {
+	s.keys = append(s.keys, h&^countMask|uint64(min(max(n, 0), countMask)))
+	s.sealed = false
+}
+
+// seal sorts the set and keeps one entry a key (the one with the highest
+// count: a stream tried again sees the records it recorded as changed
+// since the pass began), and returns the sum of the counts.
+func (s *keySet) seal() int {
+	if s == nil {
+		return 0
+	}
+	slices.Sort(s.keys)
+	out := s.keys[:0]
+	for i, k := range s.keys {
+		if i+1 < len(s.keys) && s.keys[i+1]&^countMask == k&^countMask {
+			continue // the same key follows with a count as high or higher
+		}
+		out = append(out, k)
+	}
+	s.keys = slices.Clip(out)
+	s.sealed = true
+	sum := 0
+	for _, k := range s.keys {
+		sum += int(k & countMask)
+	}
+	return sum
+}
+
+// has reports whether key h was added (sealing the set first if needed).
+func (s *keySet) has(h uint64) bool {
+	if s == nil {
+		return false
+	}
+	if !s.sealed {
+		s.seal()
+	}
+	h &^= countMask
+	i, _ := slices.BinarySearch(s.keys, h)
+	return i < len(s.keys) && s.keys[i]&^countMask == h
 }
 
 // podNote is what the pods of one controller say: the newest pod's status
@@ -178,11 +240,14 @@ func (r *reconciler) run(ctx context.Context) error {
 		}
 	}
 	kinds := slices.Sorted(maps.Keys(nsOf))
+	for _, kind := range kinds {
+		r.seen[kind] = &keySet{keys: make([]uint64, 0, want[kind])}
+	}
 	if err := r.workloads(ctx, kinds, nsOf, clusterWide); err != nil {
 		return err
 	}
 	for _, kind := range kinds {
-		if r.seenLive[kind] >= want[kind] {
+		if r.seen[kind].seal() >= want[kind] {
 			continue // every record live at the start was streamed: none is absent
 		}
 		if err := r.absent(ctx, kind); err != nil {
@@ -322,8 +387,8 @@ func (r *reconciler) streamIn(ctx context.Context, kind, ns string, fn func(any)
 		where, canI = "in all namespaces", "--all-namespaces"
 	}
 	res := kind + "s"
-	if cs, ok := r.c.(*kubernetes.Clientset); ok {
-		where += " at " + cs.CoreV1().RESTClient().Get().URL().Host // the address that does not answer
+	if rc, ok := r.c.CoreV1().RESTClient().(*rest.RESTClient); ok && rc != nil {
+		where += " at " + rc.Get().URL().Host // the address that does not answer
 	}
 	if isDenied(err) {
 		return fmt.Errorf("monitor: list %s %s is forbidden: %w: check access with 'kubectl auth can-i list %s %s' and 'kubectl auth can-i watch %s %s'", res, where, err, res, canI, res, canI)
@@ -478,11 +543,8 @@ func (r *reconciler) flush(ctx context.Context, b *batch) error {
 				fromStart++ // live when the pass began
 			}
 		}
-		if h := keyHash(b.kind, it.ns, it.name); known {
-			if _, again := r.seen[h]; !again { // a stream tried again passes its objects again
-				r.seen[h] = struct{}{}
-				r.seenLive[b.kind] += fromStart
-			}
+		if known { // a stream tried again passes its objects again: seal keeps one
+			r.seen[b.kind].add(keyHash(b.kind, it.ns, it.name), fromStart)
 		}
 	}
 	r.sum.Reattached += len(leased)
@@ -659,7 +721,7 @@ func (r *reconciler) absent(ctx context.Context, kind string) error {
 // unseen reports whether w is a record of this pass whose object was not
 // streamed: made on this cluster, not changed since the pass began.
 func (r *reconciler) unseen(w store.LiveRecord) bool {
-	if _, ok := r.seen[keyHash(w.Kind, w.Namespace, w.Name)]; ok {
+	if r.seen[w.Kind].has(keyHash(w.Kind, w.Namespace, w.Name)) {
 		return false
 	}
 	if w.UpdatedAt.After(r.started) || !r.inNamespace(w.Namespace) { // [nogets] inNamespace

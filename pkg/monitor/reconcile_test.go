@@ -2,6 +2,8 @@ package monitor
 
 import (
 	"errors"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -220,4 +222,62 @@ func TestReconcileStreamErrorStopsThePass(t *testing.T) {
 	if s := state(t, st, jobID("ns", "task")); s != store.StateCreated {
 		t.Errorf("job: %s, want created (not read)", s)
 	}
+}
+
+// TestKeySet: a key added several times (a stream read again) counts once,
+// with its highest count; counts above countMask are capped (fewer, never
+// more); has finds what was added and nothing else.
+func TestKeySet(t *testing.T) {
+	s := &keySet{}
+	a, b, c := keyHash("job", "ns", "a"), keyHash("job", "ns", "b"), keyHash("job", "ns", "c")
+	s.add(a, 1)
+	s.add(b, 2)
+	s.add(a, 0) // read again: its record changed since the pass began
+	s.add(b, 2)
+	s.add(c, 100)
+	if got, want := s.seal(), 1+2+countMask; got != want {
+		t.Errorf("seal: %d, want %d", got, want)
+	}
+	if len(s.keys) != 3 {
+		t.Errorf("%d entries, want 3", len(s.keys))
+	}
+	for _, h := range []uint64{a, b, c} {
+		if !s.has(h) {
+			t.Errorf("has(%x) = false", h)
+		}
+	}
+	if s.has(keyHash("job", "ns", "d")) || s.has(keyHash("deployment", "ns", "a")) {
+		t.Error("has a key never added")
+	}
+	var none *keySet
+	if none.has(a) || none.seal() != 0 {
+		t.Error("a nil set is not empty")
+	}
+}
+
+// TestKeySetBytesPerKey: the set of the objects streamed costs 8 bytes an
+// object (at most 12 here, for what other goroutines allocate meanwhile), from the first add to the lookups (a Go map of the same hashes,
+// as before, took 22 bytes an object at 100,000, 2.2 MiB of recover's heap).
+func TestKeySetBytesPerKey(t *testing.T) {
+	const n = 100000
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	before := ms.HeapAlloc
+	s := &keySet{keys: make([]uint64, 0, n)} // as run makes it: sized by the live records
+	for i := range n {
+		s.add(keyHash("job", "ns", strconv.Itoa(i)), 1)
+	}
+	if got := s.seal(); got != n {
+		t.Fatalf("seal: %d, want %d", got, n)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	if per := float64(ms.HeapAlloc-min(before, ms.HeapAlloc)) / n; per > 12 {
+		t.Errorf("%.1f bytes a key, want at most 12", per)
+	}
+	if !s.has(keyHash("job", "ns", "99999")) {
+		t.Error("a key added is not found")
+	}
+	runtime.KeepAlive(s)
 }
