@@ -66,9 +66,12 @@ func TestRowsFields(t *testing.T) {
 	fill(t, s, 120)
 	// Results, requests and messages on some records, so that every field
 	// has something to read.
-	if _, err := s.db.ExecContext(ctx, `UPDATE workloads SET reason = 'Error', exit_code = rowid % 7, started_at = 1000000000 * rowid,
-		finished_at = 2000000000 * rowid, message = 'm ' || rowid, request = 'StopRequested', expect = 'ContainerDeleted', epoch = 2,
-		updated_at = 3000000000 * rowid, created_at = 1000000000 * rowid WHERE rowid % 3 = 1`); err != nil {
+	// n numbers the records in key order (the table has no rowid since schema 7).
+	if _, err := s.db.ExecContext(ctx, `UPDATE workloads SET reason = 'Error', exit_code = n % 7, started_at = 1000000000 * n,
+		finished_at = 2000000000 * n, message = 'm ' || n, request = 'StopRequested', expect = 'ContainerDeleted', epoch = 2,
+		updated_at = 3000000000 * n, created_at = 1000000000 * n
+		FROM (SELECT runtime_id AS rid, row_number() OVER (ORDER BY runtime_id) AS n FROM workloads) AS r
+		WHERE workloads.runtime_id = r.rid AND n % 3 = 1`); err != nil {
 		t.Fatal(err)
 	}
 	all, err := s.List(ctx, Filter{All: true})
