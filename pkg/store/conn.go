@@ -23,7 +23,7 @@ type options struct {
 // process that follows the database for a long time with a small heap (the
 // following monitor) may want less than the default 2,000 KiB; a process
 // that mostly writes should keep it: 512 KiB cost ApplyBatch 10-20 %
-// (docs/performance.md, "recovermem"). kib <= 0 keeps the default.
+// (docs/performance-history.md, "recovermem"). kib <= 0 keeps the default.
 func CacheKiB(kib int) Option {
 	return func(o *options) { o.cacheKiB = max(kib, 0) }
 }

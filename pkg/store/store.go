@@ -219,7 +219,7 @@ func dataSourceName(path string, busy time.Duration) (string, error) {
 	// SQLite's own page cache (2,000 KiB a connection) is kept: 512 KiB
 	// saved about 5 MiB of recover's peak RSS on the generated server at 100,000
 	// but cost ApplyBatch about 10-20 % (3 interleaved pairs, idle:
-	// docs/performance.md, "recovermem").
+	// docs/performance-history.md, "recovermem").
 	q.Set("_txlock", "immediate")
 	return u.String() + "?" + q.Encode(), nil
 }
