@@ -57,7 +57,7 @@ fuzz: ## Fuzz the runtime ID, spec file and config file parsers ($(FUZZTIME) eac
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./pkg/spec/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./pkg/config/
 
-bench: build testbin ## Store benchmarks, then the scale run on kwok clusters at N = $(BENCH_N) (17 min on an idle machine here, 57 min at load 12–16; report in $(BENCH_OUT), charts in $(BENCH_CHARTS)); see docs/performance.md
+bench: build testbin ## Store benchmarks, then the scale run on kwok clusters at N = $(BENCH_N) (17–26 min on an idle machine here, 57 min at load 12–16; report in $(BENCH_OUT), charts in $(BENCH_CHARTS)); see docs/performance.md
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/store/ ./pkg/monitor/
 	$(GO) run ./hack/bench -n $(BENCH_N) -plugin $(BIN) -store-bench=false -out $(BENCH_OUT) -charts $(BENCH_CHARTS) $(BENCH_FLAGS)
 
