@@ -361,7 +361,7 @@ func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	defer s.writeMu.Unlock()
 	delay := 20 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		err := s.inTx(ctx, fn)
+		err := runTx(ctx, s.db, fn)
 		if err == nil || !isBusy(err) || attempt == s.waits.retries {
 			return err
 		}
@@ -380,8 +380,15 @@ func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 }
 
-func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
+// beginner is a *sql.DB or a *sql.Conn.
+type beginner interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+// runTx runs fn in a transaction of db (BEGIN IMMEDIATE, see _txlock):
+// it commits when fn returns nil and rolls back otherwise.
+func runTx(ctx context.Context, db beginner, fn func(*sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
 	if err != nil {
 		return err
 	}
