@@ -200,65 +200,32 @@ func (s *Store) applyTx(ctx context.Context, tx *sql.Tx, ts []Transition, now ti
 	return res, nil
 }
 
-// run applies ts in order, then writes their events and the records that
-// moved.
+// run applies ts in order and writes the records that moved.
 func (a *applier) run(ctx context.Context, ts []Transition, now time.Time) ([]Applied, error) {
-	a.res = make([]Applied, 0, len(ts))
+	res := make([]Applied, 0, len(ts))
 	for _, t := range ts {
 		r, err := a.apply(ctx, t, now)
 		if err != nil {
 			return nil, err
 		}
-		a.res = append(a.res, r)
-	}
-	if err := a.writeEvents(ctx); err != nil {
-		return nil, err
+		res = append(res, r)
 	}
 	if err := a.flush(ctx, now); err != nil {
 		return nil, err
 	}
-	return a.res, nil
+	return res, nil
 }
 
 // applier is one ApplyBatch transaction: the records of its runtime IDs,
 // moved in memory, and the statements it reuses.
 type applier struct {
-	s       *Store
-	tx      *sql.Tx
-	recs    map[string]*Workload
-	dirty   []string // runtime IDs whose record moved, in first-move order
-	isDirty map[string]bool
-	decoded chan decodedSpecs
-
-	// keys are the keys of events_key (schema 6) that the events of the
-	// batch's records may collide with: those recorded at or after each
-	// record's epoch as read, then those of the batch's own events. The
-	// write transaction keeps every other writer out, so the set is exact:
-	// an observed event whose key is in it is one INSERT OR IGNORE would
-	// have ignored.
-	keys map[eventKey]bool
-	// pending are the recorded events not yet inserted (see writeEvents);
-	// res the results of the transitions applied so far.
-	pending []pendingEvent
-	res     []Applied
-}
-
-// eventKey is the key of an event in the unique index events_key: an
-// observed event other than ContainerWaiting is recorded once per record,
-// epoch, type and object.
-type eventKey struct {
-	id    string
-	epoch int
-	typ   EventType
-	uid   string
-}
-
-// pendingEvent is an event applied and not inserted yet: the result of
-// transition res of the batch.
-type pendingEvent struct {
-	res      int
-	epoch    int
-	observed bool
+	s                                  *Store
+	tx                                 *sql.Tx
+	insert, insertObserved, seenBefore *sql.Stmt
+	recs                               map[string]*Workload
+	dirty                              []string // runtime IDs whose record moved, in first-move order
+	isDirty                            map[string]bool
+	decoded                            chan decodedSpecs
 }
 
 type decodedSpecs struct {
@@ -357,8 +324,20 @@ func (rb *readBatch) applier(ctx context.Context, s *Store, tx *sql.Tx, ts []Tra
 		}
 	}
 	a := &applier{s: s, tx: tx, recs: rb.recs, isDirty: map[string]bool{}}
-	if err := a.readKeys(ctx, ts); err != nil {
-		return nil, err
+	for _, p := range []struct {
+		stmt **sql.Stmt
+		q    string
+	}{
+		{&a.insert, insertEvent(false)},
+		{&a.insertObserved, insertEvent(true)},
+		{&a.seenBefore, "SELECT EXISTS (SELECT 1 FROM events WHERE runtime_id = ? AND uid = ? AND epoch < ?)"},
+	} {
+		st, err := tx.PrepareContext(ctx, p.q)
+		if err != nil {
+			a.close()
+			return nil, err
+		}
+		*p.stmt = st
 	}
 	if rb.raw == nil {
 		return a, nil
@@ -410,144 +389,11 @@ func (a *applier) close() {
 		<-a.decoded // the decoding goroutine ends before the transaction does
 		a.decoded = nil
 	}
-}
-
-// keyQuery reads the keys of events_key at or after an epoch, for each
-// [runtime ID, epoch] of a JSON array, from the index alone (its
-// expressions, not the table's columns).
-const keyQuery = `SELECT e.runtime_id, e.epoch, ` + keyType + `, ` + keyUID + `
-FROM json_each(?) j JOIN events e ON e.runtime_id = j.value ->> 0 AND e.epoch >= j.value ->> 1
-WHERE ` + keyType + ` IS NOT NULL`
-
-// keyType and keyUID are the expressions of events_key (0006_events_key.sql).
-const (
-	keyType = "(CASE WHEN e.observed = 1 AND e.type != 'ContainerWaiting' THEN e.type END)"
-	keyUID  = "(CASE WHEN e.observed = 1 AND e.type != 'ContainerWaiting' THEN e.uid END)"
-)
-
-// readKeys reads the keys of the events recorded at or after the epoch of
-// each record that a transition of ts may record an observed event of, in
-// one query.
-func (a *applier) readKeys(ctx context.Context, ts []Transition) error {
-	a.keys = map[eventKey]bool{}
-	var pairs [][2]any
-	seen := map[string]bool{}
-	for _, t := range ts {
-		if !keyed(t.Type, true) || seen[t.RuntimeID] {
-			continue
+	for _, st := range []*sql.Stmt{a.insert, a.insertObserved, a.seenBefore} {
+		if st != nil {
+			st.Close()
 		}
-		seen[t.RuntimeID] = true
-		pairs = append(pairs, [2]any{t.RuntimeID, a.recs[t.RuntimeID].Epoch})
 	}
-	if len(pairs) == 0 {
-		return nil
-	}
-	list, err := json.Marshal(pairs)
-	if err != nil {
-		return err
-	}
-	st, err := a.s.stmt(ctx, keyQuery)
-	if err != nil {
-		return err
-	}
-	txst := a.tx.StmtContext(ctx, st)
-	defer txst.Close()
-	rows, err := txst.QueryContext(ctx, string(list))
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var k eventKey
-		var typ string
-		if err := rows.Scan(&k.id, &k.epoch, &typ, &k.uid); err != nil {
-			return err
-		}
-		k.typ = EventType(typ)
-		a.keys[k] = true
-	}
-	return rows.Err()
-}
-
-// keyed reports whether an event of type t, recorded with observed = 1
-// (dedupe), has a key in events_key. ContainerPaused is never recorded so
-// (see apply), a ContainerStarted out of paused neither: with dedupe
-// true it is a candidate.
-func keyed(t EventType, dedupe bool) bool {
-	return dedupe && t.Observed() && t != ContainerWaiting && t != ContainerPaused
-}
-
-// eventSizes are the row counts of the prepared inserts of writeEvents,
-// largest first.
-var eventSizes = []int{64, 8, 1}
-
-const eventCols = 12
-
-// insertEvents is the statement that inserts size events, seq given.
-func insertEvents(size int) string {
-	row := "(" + placeholders(eventCols) + ")"
-	return "INSERT OR FAIL INTO events (seq, runtime_id, type, message, uid, epoch, observed, time, reason, exit_code, started_at, finished_at) VALUES " +
-		strings.TrimSuffix(strings.Repeat(row+", ", size), ", ")
-}
-
-// nextSeqQuery is the seq AUTOINCREMENT would give the next event: one
-// more than the largest ever given (sqlite_sequence) or present.
-const nextSeqQuery = `SELECT max(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),
-	COALESCE((SELECT max(seq) FROM events), 0)) + 1`
-
-// writeEvents inserts the pending events, 64, 8 or 1 to a statement, and
-// sets their Seq in the results. Each takes the seq AUTOINCREMENT would
-// have given it, in the order of the batch: the write transaction keeps
-// every other writer out, so they are the next ones. The insert is a plain
-// INSERT with the seq given: an event whose key or seq were taken after
-// all would fail the batch, never be dropped or numbered wrong.
-// An insert a statement (one ExecContext a row, and an INSERT OR IGNORE
-// to tell whether it was recorded) was a quarter of ApplyBatch's CPU.
-func (a *applier) writeEvents(ctx context.Context) error {
-	if len(a.pending) == 0 {
-		return nil
-	}
-	var next int64
-	if err := a.tx.QueryRowContext(ctx, nextSeqQuery).Scan(&next); err != nil {
-		return err
-	}
-	todo := a.pending
-	for _, size := range eventSizes {
-		if len(todo) < size {
-			continue
-		}
-		st, err := a.s.stmt(ctx, insertEvents(size))
-		if err != nil {
-			return err
-		}
-		txst := a.tx.StmtContext(ctx, st)
-		args := make([]any, 0, eventCols*size)
-		for len(todo) >= size {
-			args = args[:0]
-			for _, p := range todo[:size] {
-				ev := &a.res[p.res].Event
-				ev.Seq = next
-				next++
-				args = append(args, ev.Seq, ev.RuntimeID, string(ev.Type), ev.Message, ev.UID, p.epoch, p.observed, toDB(ev.Time),
-					ev.Reason, nullInt(ev.ExitCode), nullTime(ev.StartedAt), nullTime(ev.FinishedAt))
-			}
-			res, err := txst.ExecContext(ctx, args...)
-			if err == nil {
-				var n int64
-				if n, err = res.RowsAffected(); err == nil && n != int64(size) {
-					err = fmt.Errorf("insert %d events: %d inserted", size, n)
-				}
-			}
-			if err != nil {
-				txst.Close()
-				return err
-			}
-			todo = todo[size:]
-		}
-		txst.Close()
-	}
-	a.pending = a.pending[:0]
-	return nil
 }
 
 // flush writes every record that moved: an UPDATE of many rows, each found
@@ -677,13 +523,8 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 		if t.UID != "" && w.UID == "" {
 			// The record's object is being replaced: an object seen in an
 			// earlier epoch is the old one.
-			// The events of the batch so far are inserted first: the
-			// query reads them too.
-			if err := a.writeEvents(ctx); err != nil {
-				return Applied{}, err
-			}
 			var old bool
-			if err := a.tx.QueryRowContext(ctx, seenBeforeQuery, w.RuntimeID, t.UID, w.Epoch).Scan(&old); err != nil {
+			if err := a.seenBefore.QueryRowContext(ctx, w.RuntimeID, t.UID, w.Epoch).Scan(&old); err != nil {
 				return Applied{}, err
 			}
 			if old {
@@ -756,26 +597,29 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 	// transaction, which reads the state it changes, keeps two processes
 	// from recording the same change twice.
 	toggle := t.Type == ContainerPaused || (t.Type == ContainerStarted && w.State == StatePaused)
-	dedupe := observed && !toggle
-	if keyed(t.Type, dedupe) {
-		k := eventKey{id: ev.RuntimeID, epoch: epoch, typ: ev.Type, uid: ev.UID}
-		if a.keys[k] {
-			return skip, nil // already recorded, maybe by another process
-		}
-		a.keys[k] = true
+	ins, dedupe := a.insert, observed && !toggle
+	if dedupe {
+		ins = a.insertObserved
 	}
-	// Inserted by writeEvents, which sets the Seq of the result.
-	a.pending = append(a.pending, pendingEvent{res: len(a.res), epoch: epoch, observed: dedupe})
+	res, err := ins.ExecContext(ctx, ev.RuntimeID, string(ev.Type), ev.Message, ev.UID, epoch, dedupe, toDB(ev.Time),
+		ev.Reason, nullInt(ev.ExitCode), nullTime(ev.StartedAt), nullTime(ev.FinishedAt))
+	if err != nil {
+		return Applied{}, err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return Applied{}, err
+	} else if n == 0 {
+		return skip, nil // already recorded, maybe by another process
+	}
+	if ev.Seq, err = res.LastInsertId(); err != nil {
+		return Applied{}, err
+	}
 	w.State, w.Message, w.UID, w.Epoch, w.Request, w.Expect, w.UpdatedAt = next, msg, uid, epoch, request, expect, now
 	w.Result = result
 	*a.recs[w.RuntimeID] = w
 	a.markDirty(w.RuntimeID)
 	return Applied{Event: ev, Applied: true, Workload: w}, nil
 }
-
-// seenBeforeQuery tells whether the object uid was seen by a record in an
-// epoch before the one given.
-const seenBeforeQuery = "SELECT EXISTS (SELECT 1 FROM events WHERE runtime_id = ? AND uid = ? AND epoch < ?)"
 
 // nextResult is the record's result after ev moved it from w to next:
 //   - a new run (Created, StartRequested, ResumeRequested) forgets the last one;

@@ -77,9 +77,8 @@ type Store struct {
 	now func() time.Time // the clock, replaced in tests
 
 	stmtMu   sync.Mutex
-	updates  map[int]*sql.Stmt    // ApplyBatch's record writes, by rows (see flush)
-	readRecs [4]*sql.Stmt         // ApplyBatch's record read, without and with the spec, then with the cluster (see readRecords)
-	stmts    map[string]*sql.Stmt // other statements of ApplyBatch, by their text (see stmt)
+	updates  map[int]*sql.Stmt // ApplyBatch's record writes, by rows (see flush)
+	readRecs [4]*sql.Stmt      // ApplyBatch's record read, without and with the spec, then with the cluster (see readRecords)
 }
 
 // Retries reports how often this store tried again after SQLITE_BUSY.
@@ -221,10 +220,6 @@ func dataSourceName(path string, busy time.Duration) (string, error) {
 	// saved about 5 MiB of recover's peak RSS on the generated server at 100,000
 	// but cost ApplyBatch about 10-20 % (3 interleaved pairs, idle:
 	// docs/performance-history.md, "recovermem").
-	// A multi-row insert into events needs a statement journal (the
-	// foreign key to workloads may abort it halfway); in memory, not a
-	// temporary file written page by page.
-	q.Add("_pragma", "temp_store(2)")
 	q.Set("_txlock", "immediate")
 	return u.String() + "?" + q.Encode(), nil
 }
@@ -239,10 +234,6 @@ func (s *Store) Close() error {
 		st.Close()
 	}
 	s.updates = nil
-	for _, st := range s.stmts {
-		st.Close()
-	}
-	s.stmts = nil
 	for i, st := range s.readRecs {
 		if st != nil {
 			st.Close()
@@ -254,26 +245,6 @@ func (s *Store) Close() error {
 		return fmt.Errorf("close state database %s: %w", s.path, err)
 	}
 	return nil
-}
-
-// stmt returns the statement q, prepared on first use and kept until
-// Close: ApplyBatch runs the same few statements in every transaction, and
-// preparing them each time cost as much as running them.
-func (s *Store) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
-	s.stmtMu.Lock()
-	defer s.stmtMu.Unlock()
-	if st := s.stmts[q]; st != nil {
-		return st, nil
-	}
-	st, err := s.db.PrepareContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	if s.stmts == nil {
-		s.stmts = map[string]*sql.Stmt{}
-	}
-	s.stmts[q] = st
-	return st, nil
 }
 
 // SchemaVersion returns the schema version recorded in the file (PRAGMA user_version).
