@@ -58,14 +58,27 @@ func eventRows(t testing.TB, s *Store) []eventRow {
 // transitions record.
 func TestApplyBatchMatchesOneByOne(t *testing.T) {
 	dir := t.TempDir()
+	// A filled database copied for each store: migrating a new file
+	// for each was most of the test's time.
+	seed := filepath.Join(dir, "seed.db")
+	s, _ := openAt(t, seed)
+	ids := fill(t, s, 4)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 	n := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		n++
 		ctx := context.Background()
-		batched, _ := openAt(t, filepath.Join(dir, fmt.Sprintf("b%d.db", n)))
-		single, _ := openAt(t, filepath.Join(dir, fmt.Sprintf("s%d.db", n)))
-		ids := fill(t, batched, 4)
-		fill(t, single, 4)
+		open := func(name string) *Store {
+			path := filepath.Join(dir, fmt.Sprintf("%s%d.db", name, n))
+			copyFile(t, seed, path)
+			s, _ := openAt(t, path)
+			return s
+		}
+		batched, single := open("b"), open("s")
+		defer batched.Close()
+		defer single.Close()
 		types := []EventType{
 			StartRequested, StopRequested, PauseRequested, ResumeRequested, RestartRequested, DeleteRequested,
 			RequestFailed, SpecUpdated, Adopted,
