@@ -133,15 +133,7 @@ func (s *Store) withoutForeignKeys(ctx context.Context, fn func(*sql.Tx) error) 
 			}
 		}
 	}()
-	tx, err := conn.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+	return runTx(ctx, conn, fn)
 }
 
 func (s *Store) checkNotNewer(v int) error {

@@ -159,3 +159,36 @@ func copyFile(b testing.TB, from, to string) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkReadBatch is the record read of ApplyFree alone: the 20,000
+// records of BenchmarkRecoverPass in the stream's order, 256 to a write
+// transaction (with their clusters, without specs), nothing written.
+func BenchmarkReadBatch(b *testing.B) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "read.db")
+	ids := seedRecover(b, path, 20000)
+	s, err := Open(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	n := 0
+	cpu := cpuTime()
+	for b.Loop() {
+		for at := 0; at < len(ids); at += 256 {
+			part := ids[at:min(at+256, len(ids))]
+			err := s.write(ctx, func(tx *sql.Tx) error {
+				rb, err := s.readBatch(ctx, tx, part, false, true)
+				if err == nil && len(rb.recs) != len(part) {
+					err = fmt.Errorf("%d records read of %d", len(rb.recs), len(part))
+				}
+				return err
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += len(part)
+		}
+	}
+	b.ReportMetric(float64(n)/(cpuTime()-cpu).Seconds(), "records/cpu-s")
+}

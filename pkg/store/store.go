@@ -77,8 +77,9 @@ type Store struct {
 	now func() time.Time // the clock, replaced in tests
 
 	stmtMu   sync.Mutex
-	updates  map[int]*sql.Stmt // ApplyBatch's record writes, by rows (see flush)
-	readRecs [4]*sql.Stmt      // ApplyBatch's record read, without and with the spec, then with the cluster (see readRecords)
+	updates  map[int]*sql.Stmt    // ApplyBatch's record writes, by rows (see flush)
+	readRecs [4]*sql.Stmt         // ApplyBatch's record read, without and with the spec, then with the cluster (see readRecords)
+	stmts    map[string]*sql.Stmt // ApplyBatch's other statements, by their text (see stmt)
 }
 
 // Retries reports how often this store tried again after SQLITE_BUSY.
@@ -234,6 +235,10 @@ func (s *Store) Close() error {
 		st.Close()
 	}
 	s.updates = nil
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = nil
 	for i, st := range s.readRecs {
 		if st != nil {
 			st.Close()
@@ -245,6 +250,25 @@ func (s *Store) Close() error {
 		return fmt.Errorf("close state database %s: %w", s.path, err)
 	}
 	return nil
+}
+
+// stmt returns the statement q, prepared on first use and kept until
+// Close (each connection prepares it once, see sql.Tx.StmtContext).
+func (s *Store) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if st := s.stmts[q]; st != nil {
+		return st, nil
+	}
+	st, err := s.db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if s.stmts == nil {
+		s.stmts = map[string]*sql.Stmt{}
+	}
+	s.stmts[q] = st
+	return st, nil
 }
 
 // SchemaVersion returns the schema version recorded in the file (PRAGMA user_version).
@@ -361,7 +385,7 @@ func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	defer s.writeMu.Unlock()
 	delay := 20 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		err := s.inTx(ctx, fn)
+		err := runTx(ctx, s.db, fn)
 		if err == nil || !isBusy(err) || attempt == s.waits.retries {
 			return err
 		}
@@ -380,8 +404,15 @@ func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 }
 
-func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
+// beginner is a *sql.DB or a *sql.Conn.
+type beginner interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+// runTx runs fn in a transaction of db (BEGIN IMMEDIATE, see _txlock):
+// it commits when fn returns nil and rolls back otherwise.
+func runTx(ctx context.Context, db beginner, fn func(*sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
 	if err != nil {
 		return err
 	}
