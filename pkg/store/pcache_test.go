@@ -10,9 +10,6 @@ import (
 	"modernc.org/libc"
 )
 
-// Some tests open databases without Open: the allocator goes in first.
-func init() { installAllocator() }
-
 // TestPageCacheSlots reads a table of ~1,000 pages into one connection's
 // page cache and checks that the pages sit in slabs at ~4.4 KB each, where
 // libc's malloc gives such an allocation an 8 KiB slot.
