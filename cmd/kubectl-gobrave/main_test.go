@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -81,4 +82,18 @@ func send(sigs chan<- os.Signal, sig os.Signal) <-chan struct{} {
 		close(sent)
 	}()
 	return sent
+}
+
+func TestNoHeapProfile(t *testing.T) {
+	defer func(r int) { runtime.MemProfileRate = r }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 512 << 10
+	noHeapProfile("gctrace=1")
+	if runtime.MemProfileRate != 0 {
+		t.Errorf("MemProfileRate = %d, want 0: the plugin writes no heap profiles", runtime.MemProfileRate)
+	}
+	runtime.MemProfileRate = 4096
+	noHeapProfile("gctrace=1,memprofilerate=4096")
+	if runtime.MemProfileRate != 4096 {
+		t.Errorf("with GODEBUG memprofilerate, MemProfileRate = %d, want it kept (4096)", runtime.MemProfileRate)
+	}
 }

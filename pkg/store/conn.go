@@ -29,8 +29,11 @@ func CacheKiB(kib int) Option {
 }
 
 // withOptions adds to the data source name dsn (dataSourceName's) the
-// pragmas of opts, which the driver runs on each new connection.
+// pragmas of opts, which the driver runs on each new connection. Open calls
+// it before it opens a connection, so it gives SQLite its allocator first
+// (installAllocator, pcache.go).
 func withOptions(dsn string, opts []Option) string {
+	installAllocator()
 	var o options
 	for _, fn := range opts {
 		if fn != nil {
