@@ -5,6 +5,7 @@ import (
 	nethttp "net/http"
 	"net/http/httptest"
 	"slices"
+	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -70,6 +71,8 @@ func TestProtobufWatchListInKeyOrder(t *testing.T) {
 	if !slices.Equal(listed, keys) {
 		t.Fatalf("listed %v, want %v", listed, keys)
 	}
+	w.Stop()
+	hs.Close() // every handler done: types is complete
 	for _, ct := range types {
 		if ct != runtime.ContentTypeProtobuf && ct != runtime.ContentTypeProtobuf+";stream=watch" {
 			t.Fatalf("served %q", ct)
@@ -81,8 +84,11 @@ func metaOf(o runtime.Object) (metav1.Object, error) { return meta.Accessor(o) }
 
 // recording wraps srv, recording the Content-Type of each answer.
 func recording(srv *Server, types *[]string) nethttp.Handler {
+	var mu sync.Mutex
 	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		srv.ServeHTTP(w, r)
+		mu.Lock()
+		defer mu.Unlock()
 		*types = append(*types, w.Header().Get("Content-Type"))
 	})
 }
