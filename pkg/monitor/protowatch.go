@@ -12,9 +12,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	restclientwatch "k8s.io/client-go/rest/watch"
 )
 
 // protoObject is a built-in API type with its generated protobuf decoder.
@@ -31,8 +33,9 @@ type protoObject interface {
 // allocates. Only the two envelopes are read here (a WatchEvent: type and
 // object; the object's "k8s\x00" runtime.Unknown: kind, raw, encoding);
 // the object itself is decoded by its generated Unmarshal, as client-go
-// does. A server that answers in another encoding is watched again through
-// fallback (client-go's Watch).
+// does. A server that answers JSON is decoded as client-go decodes it (in
+// the same request); fallback (client-go's Watch) is left for a client
+// without a JSON serializer.
 func protoWatch[T protoObject](rc *rest.RESTClient, resource, ns, kind string, newObj func() T,
 	fallback func(context.Context, metav1.ListOptions) (watch.Interface, error)) func(context.Context, metav1.ListOptions) (watch.Interface, error) {
 	return func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -43,14 +46,21 @@ func protoWatch[T protoObject](rc *rest.RESTClient, resource, ns, kind string, n
 			return nil, err
 		}
 		br := bufioReader(body)
+		reporter := apierrors.NewClientErrorReporter(http.StatusInternalServerError, "GET", "ClientWatchDecoding")
 		if b, err := br.Peek(1); err == nil && b[0] != 0 {
 			// Not a protobuf frame (its length's first byte is 0 below
-			// 16 MiB): JSON, or anything else client-go knows how to read.
-			body.Close()
-			return fallback(ctx, o)
+			// 16 MiB): JSON, decoded as client-go's Watch decodes it.
+			codecs := scheme.Codecs.WithoutConversion()
+			info, ok := kruntime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), kruntime.ContentTypeJSON)
+			if !ok || info.StreamSerializer == nil {
+				body.Close()
+				return fallback(ctx, o)
+			}
+			frames := info.StreamSerializer.Framer.NewFrameReader(readCloser{br, body})
+			dec := restclientwatch.NewDecoder(streaming.NewDecoder(frames, info.StreamSerializer.Serializer), codecs.DecoderToVersion(info.Serializer, nil))
+			return watch.NewStreamWatcher(dec, reporter), nil
 		}
-		return watch.NewStreamWatcher(&protoDecoder[T]{body: body, r: br, kind: kind, newObj: newObj},
-			apierrors.NewClientErrorReporter(http.StatusInternalServerError, "GET", "ClientWatchDecoding")), nil
+		return watch.NewStreamWatcher(&protoDecoder[T]{body: body, r: br, kind: kind, newObj: newObj}, reporter), nil
 	}
 }
 
@@ -222,3 +232,9 @@ func unknownOf(b []byte) (kind string, raw []byte, err error) {
 }
 
 func bufioReader(r io.Reader) *bufio.Reader { return bufio.NewReaderSize(r, 32<<10) }
+
+// readCloser reads through a buffered reader and closes its body.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
