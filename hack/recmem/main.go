@@ -20,9 +20,17 @@
 // runs are interleaved (A B A B ...), so that the load of the machine hits
 // them alike; the medians close the output.
 //
-// genapi serves JSON; a real API server serves client-go protobuf, which
-// decodes with less garbage: compare the numbers here with each other (A/B),
-// and with `make bench` only as a shape.
+// The server serves client-go protobuf to the plugin, as a real API server
+// does (-protobuf=false: JSON, which decodes with about twice the CPU and
+// garbage), and streams each watch-list in key order (namespace, then name),
+// as a real API server's watch cache does (-keyorder=false: creation order,
+// which interleaves the namespaces). Its objects are all running and carry
+// the spec annotation and managedFields; the bench's load (mostly idle
+// deployments and suspended jobs) differs: compare the numbers here with
+// each other (A/B), and with `make bench` only as a shape.
+//
+// To profile the plugin here, pass as -plugin a script that runs
+// `go run ./hack/bench profile -cpuprofile FILE -- "$@"` (a build of it).
 //
 // With -inproc the command runs in this process instead, and the program
 // writes a heap profile (-heapprofile) at the highest in-use heap it samples
@@ -70,11 +78,14 @@ func main() {
 	pagemap = flag.String("pagemap", "", "write the resident pages of the plugin's executable at the highest VmRSS sampled here, one line a page: its address and the mapping's permissions (attribute them with `go tool nm -size` of an unstripped build; see residentPages)")
 	useTLS = flag.Bool("tls", false, "serve HTTP/2 over TLS, as a real API server does (the client's HTTP/2 flow-control buffers count then)")
 	realEnv = flag.String("real", "", "run against a real cluster instead: the environment file `hack/bench -hold` writes (its KUBECONFIG, HOME, ... for the plugin, its TEMPLATE_DB as the database; -n must be the load's N)")
+	protobuf := flag.Bool("protobuf", true, "serve protobuf to clients that accept it (as a real API server does); false: JSON only")
+	keyOrder := flag.Bool("keyorder", true, "stream lists in key order (namespace, then name) as a real API server does; false: creation order")
 	extra := flag.String("args", "", "more arguments for recover, space-separated (e.g. \"-o json\")")
 	flag.Parse()
 	if *profileRate > 0 {
 		goruntime.MemProfileRate = *profileRate
 	}
+	genOpts = func(s *genapi.Server) { s.Protobuf, s.KeyOrder = *protobuf, *keyOrder }
 	if err := run(*n, *nss, strings.Split(*plugin, ","), *reps, *sample, *cache, *inproc, *heapProfile, strings.Fields(*extra)); err != nil {
 		fmt.Fprintln(os.Stderr, "recmem:", err)
 		os.Exit(1)
@@ -82,6 +93,7 @@ func main() {
 }
 
 var (
+	genOpts func(*genapi.Server)
 	smaps   *string
 	pagemap *string
 	useTLS  *bool
@@ -103,6 +115,7 @@ func run(n, nss int, plugins []string, reps int, every time.Duration, cacheDir s
 		return runReal(n, plugins, reps, every, *realEnv, extra)
 	}
 	srv := &genapi.Server{N: n, Namespaces: nss}
+	genOpts(srv)
 	seed, err := memprobe.Seeded(ctx, srv, cacheDir)
 	if err != nil {
 		return err

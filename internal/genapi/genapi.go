@@ -9,23 +9,34 @@
 // It serves paginated lists (limit/continue), watch-lists (sendInitialEvents,
 // then the initial-events-end bookmark), plain watches (nothing until the
 // client goes) and GETs, for deployments, jobs, pods and replicasets (no
-// pods and no ReplicaSets), cluster-wide and per namespace, in JSON.
+// pods and no ReplicaSets), cluster-wide and per namespace, in JSON; with
+// Protobuf, in client-go protobuf to a client that accepts it (as a real API
+// server does), and with KeyOrder, lists and watch-lists in the order of
+// their keys (namespace, then name), as a real API server's watch cache
+// sends them, instead of creation order.
 package genapi
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
@@ -39,6 +50,13 @@ import (
 type Server struct {
 	N          int
 	Namespaces int
+	// Protobuf serves lists, watches and GETs as protobuf to a client whose
+	// Accept header asks for it (client-go's typed clients with
+	// ContentType protobuf, as the plugin and the controllers use).
+	Protobuf bool
+	// KeyOrder serves lists and watch-lists in key order (namespace, then
+	// name) instead of creation order (object i).
+	KeyOrder bool
 	// Requests counts the requests served.
 	Requests atomic.Int64
 }
@@ -112,7 +130,8 @@ var resources = map[string][2]string{
 	"pods": {"v1", "Pod"}, "replicasets": {"apps/v1", "ReplicaSet"},
 }
 
-// indexes are the object numbers of resource in namespace ns ("" all).
+// indexes are the object numbers of resource in namespace ns ("" all), in
+// creation order, or in key order with KeyOrder.
 func (s *Server) indexes(resource, ns string) []int {
 	var out []int
 	for i := range s.N {
@@ -124,7 +143,141 @@ func (s *Server) indexes(resource, ns string) []int {
 			out = append(out, i)
 		}
 	}
+	if s.KeyOrder {
+		keys := make([]string, len(out))
+		for k, i := range out {
+			_, ns, name, _ := s.Object(i)
+			keys[k] = ns + "/" + name
+		}
+		order := make([]int, len(out))
+		for k := range order {
+			order[k] = k
+		}
+		slices.SortFunc(order, func(a, b int) int { return cmp.Compare(keys[a], keys[b]) })
+		sorted := make([]int, len(out))
+		for k, o := range order {
+			sorted[k] = out[o]
+		}
+		out = sorted
+	}
 	return out
+}
+
+// protobufCodec encodes the API's objects (the embedded objects of watch
+// events, lists, GETs) and frames the watch events as a real API server does
+// for client-go protobuf.
+var protobufCodec = sync.OnceValue(func() (c struct {
+	object, stream kruntime.Serializer
+	framer         kruntime.Framer
+}) {
+	info, ok := kruntime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), kruntime.ContentTypeProtobuf)
+	if !ok || info.StreamSerializer == nil {
+		panic("genapi: no protobuf serializer")
+	}
+	c.object, c.stream, c.framer = info.Serializer, info.StreamSerializer.Serializer, info.StreamSerializer.Framer
+	return c
+})
+
+// wantsProtobuf: the server serves protobuf and the client accepts it for
+// whole objects (not the metadata client's PartialObjectMetadata).
+func (s *Server) wantsProtobuf(r *http.Request) bool {
+	a := r.Header.Get("Accept")
+	return s.Protobuf && strings.Contains(a, kruntime.ContentTypeProtobuf) && !strings.Contains(a, "as=")
+}
+
+// list is a List of resource holding objects.
+func list(resource, cont string, objs []any) kruntime.Object {
+	meta := metav1.ListMeta{ResourceVersion: "10", Continue: cont}
+	switch resource {
+	case "deployments":
+		l := &appsv1.DeploymentList{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DeploymentList"}, ListMeta: meta}
+		for _, o := range objs {
+			l.Items = append(l.Items, *o.(*appsv1.Deployment))
+		}
+		return l
+	case "jobs":
+		l := &batchv1.JobList{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "JobList"}, ListMeta: meta}
+		for _, o := range objs {
+			l.Items = append(l.Items, *o.(*batchv1.Job))
+		}
+		return l
+	case "pods":
+		return &corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, ListMeta: meta}
+	}
+	return &appsv1.ReplicaSetList{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSetList"}, ListMeta: meta}
+}
+
+// bookmark is the initial-events-end bookmark of resource.
+func bookmark(resource string) kruntime.Object {
+	m := metav1.ObjectMeta{ResourceVersion: "10", Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}
+	gv := resources[resource]
+	tm := metav1.TypeMeta{APIVersion: gv[0], Kind: gv[1]}
+	switch resource {
+	case "deployments":
+		return &appsv1.Deployment{TypeMeta: tm, ObjectMeta: m}
+	case "jobs":
+		return &batchv1.Job{TypeMeta: tm, ObjectMeta: m}
+	case "pods":
+		return &corev1.Pod{TypeMeta: tm, ObjectMeta: m}
+	}
+	return &appsv1.ReplicaSet{TypeMeta: tm, ObjectMeta: m}
+}
+
+// serveProtobuf serves a request as protobuf (see Protobuf).
+func (s *Server) serveProtobuf(w http.ResponseWriter, r *http.Request, resource, name string, idx []int) {
+	c := protobufCodec()
+	q := r.URL.Query()
+	switch {
+	case name != "":
+		for _, i := range idx {
+			if _, _, n, _ := s.Object(i); n == name {
+				w.Header().Set("Content-Type", kruntime.ContentTypeProtobuf)
+				_ = c.object.Encode(s.object(i).(kruntime.Object), w)
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: "Failure", Reason: metav1.StatusReasonNotFound, Code: 404})
+	case q.Get("watch") == "true" || q.Get("watch") == "1":
+		w.Header().Set("Content-Type", kruntime.ContentTypeProtobuf+";stream=watch")
+		fw := c.framer.NewFrameWriter(w)
+		var buf bytes.Buffer
+		event := func(typ string, obj kruntime.Object) {
+			buf.Reset()
+			if err := c.object.Encode(obj, &buf); err != nil {
+				panic(fmt.Sprintf("genapi: encode: %v", err))
+			}
+			_ = c.stream.Encode(&metav1.WatchEvent{Type: typ, Object: kruntime.RawExtension{Raw: buf.Bytes()}}, fw)
+		}
+		if q.Get("sendInitialEvents") == "true" {
+			for _, i := range idx {
+				event("ADDED", s.object(i).(kruntime.Object))
+			}
+			event("BOOKMARK", bookmark(resource))
+		}
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		<-r.Context().Done()
+	default:
+		from, _ := strconv.Atoi(q.Get("continue"))
+		limit, _ := strconv.Atoi(q.Get("limit"))
+		to := len(idx)
+		if limit > 0 && from+limit < to {
+			to = from + limit
+		}
+		cont := ""
+		if to < len(idx) {
+			cont = strconv.Itoa(to)
+		}
+		objs := make([]any, 0, to-from)
+		for _, i := range idx[from:to] {
+			objs = append(objs, s.object(i))
+		}
+		w.Header().Set("Content-Type", kruntime.ContentTypeProtobuf)
+		_ = c.object.Encode(list(resource, cont, objs), w)
+	}
 }
 
 // ServeHTTP serves the API.
@@ -150,6 +303,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	idx := s.indexes(resource, ns)
+	if s.wantsProtobuf(r) {
+		s.serveProtobuf(w, r, resource, name, idx)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	q := r.URL.Query()
 	enc := json.NewEncoder(w)

@@ -126,7 +126,7 @@ func inOwnProcess(t *testing.T) bool {
 // before it.
 func commandPeak(t *testing.T, n int, args []string, check func(n int, out string) error) uint64 {
 	t.Helper()
-	api := &genapi.Server{N: n, Namespaces: 1}
+	api := &genapi.Server{N: n, Namespaces: 1, Protobuf: true, KeyOrder: true} // as a real API server serves the plugin
 	f, srv := genFactoryTLS(t, api)
 	defer srv.Close()
 	// The events printed are not kept: a buffer of them would grow with N.

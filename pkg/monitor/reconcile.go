@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"runtime/trace"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -180,14 +180,24 @@ type podNote struct {
 	fail    *corev1.ContainerStateTerminated
 }
 
+// keyHash is the 64-bit FNV-1a hash of kind, ns and name, each followed by
+// a zero byte but the last, computed in place (hash/fnv's Write of each
+// string converted to bytes allocates, once per object streamed).
 func keyHash(kind, ns, name string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(kind))
-	h.Write([]byte{0})
-	h.Write([]byte(ns))
-	h.Write([]byte{0})
-	h.Write([]byte(name))
-	return h.Sum64()
+	const (
+		offset = 14695981039346656037
+		prime  = 1099511628211
+	)
+	h := uint64(offset)
+	for k, s := range [3]string{kind, ns, name} {
+		if k > 0 {
+			h = (h ^ 0) * prime
+		}
+		for i := 0; i < len(s); i++ {
+			h = (h ^ uint64(s[i])) * prime
+		}
+	}
+	return h
 }
 
 func (r *reconciler) run(ctx context.Context) error {
@@ -286,7 +296,7 @@ func (r *reconciler) workloads(ctx context.Context, kinds []string, nsOf map[str
 			b.kind = kind
 			return b
 		default:
-			return &batch{kind: kind, items: make([]streamed, 0, batchSize)}
+			return &batch{kind: kind, items: make([]streamed, 0, batchSize), ids: make([]string, 0, batchSize*len(r.o.Runtimes))}
 		}
 	}
 	send := func(b *batch) error {
@@ -310,8 +320,12 @@ func (r *reconciler) workloads(ctx context.Context, kinds []string, nsOf map[str
 				if !ok {
 					return nil
 				}
-				o, ok := observe(obj)
-				b.items = append(b.items, streamed{ns: m.GetNamespace(), name: m.GetName(), uid: string(m.GetUID()), obs: o, ok: ok})
+				o, ok := observeStreamed(obj)
+				ns, name := m.GetNamespace(), m.GetName()
+				b.items = append(b.items, streamed{ns: ns, name: name, uid: string(m.GetUID()), obs: o, ok: ok})
+				for _, rt := range r.o.Runtimes { // here, not in the writer: the writer is the pass's bottleneck
+					b.ids = append(b.ids, runtimeid.ID{Runtime: rt, Namespace: ns, Kind: kind, Name: name}.String())
+				}
 				if len(b.items) < batchSize {
 					return nil
 				}
@@ -449,6 +463,20 @@ func (r *reconciler) addReplicaSet(obj any) error {
 	return nil
 }
 
+// observeStreamed maps a streamed object: Deployments and Jobs directly
+// (observe, through runtime.Observe, finds an object's kind by slimming
+// it: a copy of its metadata and status made and dropped for each of the
+// objects a pass streams), anything else through observe.
+func observeStreamed(obj any) (Observation, bool) {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return runtime.DeploymentEvent(o)
+	case *batchv1.Job:
+		return runtime.JobEvent(o)
+	}
+	return observe(obj)
+}
+
 // streamed is one object as mapped when it arrived.
 type streamed struct {
 	ns, name, uid string
@@ -459,23 +487,21 @@ type streamed struct {
 type batch struct {
 	kind  string
 	items []streamed
+	// ids are the items' runtime IDs, built by the stream: ids[i*len(Runtimes)+k]
+	// is item i's in runtime k.
+	ids []string
 }
 
 // flush records one batch of streamed objects.
 func (r *reconciler) flush(ctx context.Context, b *batch) error {
-	items := b.items
+	items, ids := b.items, b.ids
 	defer func() {
 		clear(items) // no strings kept alive by a batch waiting for reuse
-		b.items = items[:0]
+		clear(ids)
+		b.items, b.ids = items[:0], ids[:0]
 	}()
 	if len(items) == 0 {
 		return nil
-	}
-	ids := make([]string, 0, len(items)*len(r.o.Runtimes))
-	for _, it := range items {
-		for _, rt := range r.o.Runtimes {
-			ids = append(ids, runtimeid.ID{Runtime: rt, Namespace: it.ns, Kind: b.kind, Name: it.name}.String())
-		}
 	}
 	// What the batch records of the IDs taken (leased): the same whatever
 	// the call, as ApplyFree asks. ids[i*len(r.o.Runtimes)+k] is item i's
@@ -486,7 +512,9 @@ func (r *reconciler) flush(ctx context.Context, b *batch) error {
 		for _, id := range leased {
 			isLeased[id] = true
 		}
-		var fb store.FreeBatch
+		// One transition a leased ID is the common case (more when another
+		// object took a name or its pods add a status): sized once, not grown.
+		fb := store.FreeBatch{Transitions: make([]store.Transition, 0, len(leased))}
 		for i, it := range items {
 			for k := range r.o.Runtimes {
 				id := ids[i*len(r.o.Runtimes)+k]
@@ -613,7 +641,7 @@ func (r *reconciler) apply(ctx context.Context, before func(id string) store.Sta
 // count counts what res changed (before is the state of a record before
 // the pass) and calls OnEvent with each event recorded.
 func (r *reconciler) count(before func(id string) store.State, res []store.Applied) {
-	after := map[string]store.State{}
+	after := make(map[string]store.State, len(res))
 	for _, a := range res {
 		after[a.Workload.RuntimeID] = a.Workload.State
 		if a.Applied && r.o.OnEvent != nil {

@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"errors"
+	"hash/fnv"
 	"runtime"
 	"strconv"
 	"strings"
@@ -280,4 +281,44 @@ func TestKeySetBytesPerKey(t *testing.T) {
 		t.Error("a key added is not found")
 	}
 	runtime.KeepAlive(s)
+}
+
+// TestKeyHashIsFNV1a: keyHash, computed in place, is hash/fnv's 64-bit
+// FNV-1a of kind, ns and name joined by zero bytes.
+func TestKeyHashIsFNV1a(t *testing.T) {
+	for _, k := range [][3]string{{"", "", ""}, {"job", "ns", "task-1"}, {"deployment", "gen-042", "svc-000042"}, {"a", "", "\x00é"}} {
+		h := fnv.New64a()
+		h.Write([]byte(k[0] + "\x00" + k[1] + "\x00" + k[2]))
+		if got, want := keyHash(k[0], k[1], k[2]), h.Sum64(); got != want {
+			t.Errorf("keyHash%q = %x, want %x", k, got, want)
+		}
+	}
+	if allocs := testing.AllocsPerRun(100, func() { _ = keyHash("deployment", "gen-042", "svc-000042") }); allocs != 0 {
+		t.Errorf("keyHash allocates %.0f times, want 0", allocs)
+	}
+}
+
+// TestObserveStreamedDoesNotCopy: a streamed Deployment or Job maps as
+// runtime.Observe maps it, without the slimmed copy runtime.Observe makes
+// to find its kind (a copy per object of a pass).
+func TestObserveStreamedDoesNotCopy(t *testing.T) {
+	objs := []any{
+		deployment("ns", "web", "u1", 1, appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1, UpdatedReplicas: 1, AvailableReplicas: 1}),
+		deployment("ns", "idle", "u2", 0, appsv1.DeploymentStatus{}),
+		job("ns", "task", "u3", batchv1.JobStatus{Active: 1}),
+		job("ns", "done", "u4", batchv1.JobStatus{Succeeded: 1, Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}),
+	}
+	for _, o := range objs {
+		want, wantOK := observe(o)
+		got, ok := observeStreamed(o)
+		if ok != wantOK || !cmp.Equal(got, want) {
+			t.Errorf("observeStreamed(%T) = %+v, %v; want %+v, %v", o, got, ok, want, wantOK)
+		}
+		m := o.(metav1.Object)
+		m.SetLabels(map[string]string{WorkloadLabel: "x"})
+		m.SetAnnotations(map[string]string{"gobrave.dev/spec": "{}"})
+		if allocs := testing.AllocsPerRun(50, func() { _, _ = observeStreamed(o) }); allocs > 1 {
+			t.Errorf("observeStreamed(%s) allocates %.0f times, want at most 1", m.GetName(), allocs)
+		}
+	}
 }

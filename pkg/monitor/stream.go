@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/watchlist"
 	"k8s.io/utils/ptr"
@@ -43,19 +45,34 @@ func listerFor(c kubernetes.Interface, kind, ns string) (lister, error) {
 	switch kind {
 	case runtimeid.KindJob:
 		r := c.BatchV1().Jobs(ns)
-		return lister{watch: r.Watch, list: pages(r.List)}, nil
+		return lister{watch: decodeWatch(c.BatchV1().RESTClient(), "jobs", ns, "Job", func() *batchv1.Job { return &batchv1.Job{} }, r.Watch), list: pages(r.List)}, nil
 	case runtimeid.KindDeployment:
 		r := c.AppsV1().Deployments(ns)
-		return lister{watch: r.Watch, list: pages(r.List)}, nil
+		return lister{watch: decodeWatch(c.AppsV1().RESTClient(), "deployments", ns, "Deployment", func() *appsv1.Deployment { return &appsv1.Deployment{} }, r.Watch), list: pages(r.List)}, nil
 	case kindPod:
 		r := c.CoreV1().Pods(ns)
-		return lister{watch: r.Watch, list: pages(r.List)}, nil
+		return lister{watch: decodeWatch(c.CoreV1().RESTClient(), "pods", ns, "Pod", func() *corev1.Pod { return &corev1.Pod{} }, r.Watch), list: pages(r.List)}, nil
 	case kindReplicaSet:
 		r := c.AppsV1().ReplicaSets(ns)
-		return lister{watch: r.Watch, list: pages(r.List)}, nil
+		return lister{watch: decodeWatch(c.AppsV1().RESTClient(), "replicasets", ns, "ReplicaSet", func() *appsv1.ReplicaSet { return &appsv1.ReplicaSet{} }, r.Watch), list: pages(r.List)}, nil
 	}
 	return lister{}, fmt.Errorf("monitor: no lister for kind %q", kind)
 }
+
+// decodeWatch is the watch of a typed client's resource: protoWatch's
+// when the client is a REST client (a real one, which asks for protobuf),
+// else its Watch (fake clientsets).
+func decodeWatch[T protoObject](rc rest.Interface, resource, ns, kind string, newObj func() T,
+	typed func(context.Context, metav1.ListOptions) (watch.Interface, error)) func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	if c, ok := rc.(*rest.RESTClient); ok && c != nil && !disableProtoWatch {
+		return protoWatch(c, resource, ns, kind, newObj, typed)
+	}
+	return typed
+}
+
+// disableProtoWatch makes decodeWatch use the typed clients' Watch (tests
+// compare the two).
+var disableProtoWatch = false
 
 // pages makes a lister's list of a typed (or metadata-only) List: the
 // items of one page, each a pointer into the page (meta.ExtractList), and
