@@ -75,10 +75,11 @@ type Options struct {
 	// per namespace and cluster-wide ones, made once on the first IDs
 	// registered, counts it as well as theirs.
 	Namespaces int
-	// OnEvent, when set, is called from a single goroutine for every event
-	// this Monitor records, and for the events another process records for
-	// IDs this Monitor follows without holding their lease. It must not block
-	// for long: it delays the writer.
+	// OnEvent, when set, is called for every event this Monitor records,
+	// and for the events another process records for IDs this Monitor
+	// follows without holding their lease, by one goroutine at a time (the
+	// writer, or the history poll). It must not block for long: it delays
+	// the writer.
 	OnEvent func(store.Event)
 }
 
@@ -104,6 +105,9 @@ type Monitor struct {
 	// tunables, replaced in tests
 	pollEvery  time.Duration
 	getBackoff wait.Backoff // retries of a confirming list
+	beforePoll func()       // called before each history poll (tests)
+
+	onEventMu sync.Mutex // OnEvent is called by one goroutine at a time
 
 	mu sync.Mutex
 	// subs is every ID added and not finished, by runtime ID: one
@@ -408,14 +412,21 @@ func (m *Monitor) Run(ctx context.Context) (Summary, error) {
 	stopWriter := make(chan struct{})
 	writerDone := make(chan error, 1)
 	go func() { writerDone <- m.writeLoop(dbCtx, stopWriter) }()
+	// The history poll, beside the writer; it stops with the control loop.
+	pollCtx, stopPoll := context.WithCancel(dbCtx)
+	var polling sync.WaitGroup
+	polling.Go(func() { m.pollLoop(pollCtx) })
 
 	heartbeat := time.NewTicker(m.opts.LeaseTTL / 3)
 	defer heartbeat.Stop()
 
 	writerExited, err := m.control(runCtx, heartbeat.C, writerDone)
 
-	// Shutdown: stop informers and GETs, record what is queued, release.
+	// Shutdown: stop the poll, informers and GETs, record what is queued,
+	// release.
 	cancel()
+	stopPoll()
+	polling.Wait()
 	m.bg.Wait()
 	m.shutdownInformers()
 	close(stopWriter)

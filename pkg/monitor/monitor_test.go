@@ -1409,12 +1409,62 @@ func TestCompactedObservationRoundTrip(t *testing.T) {
 	}
 }
 
-// TestFollowYieldsToQueuedObservations: the history poll reads a page at a
-// time and stops between pages while observations wait for the writer (it
-// runs in the writer's goroutine), reading the rest on the next call.
-func TestFollowYieldsToQueuedObservations(t *testing.T) {
+// TestWriterRecordsDuringHistoryPoll: the history poll runs beside the
+// writer, not on its goroutine: while a poll is held (as a poll of the
+// 100,000 events of an initial sync takes most of a second), what the
+// informers see is still recorded.
+func TestWriterRecordsDuringHistoryPoll(t *testing.T) {
 	st := newStore(t)
-	for i := range followPage + 10 {
+	id := jobID("ns", "task")
+	record(t, st, id, "u1", store.StateStarting)
+	client := fake.NewClientset(job("ns", "task", "u1", batchv1.JobStatus{}))
+	isWatched := watched(client)
+	var got collector
+	m := New(client, st, Options{Owner: owner("a"), Follow: true, OnEvent: got.on})
+	m.pollEvery = time.Millisecond
+	polling, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	m.beforePoll = func() {
+		once.Do(func() {
+			close(polling)
+			<-release // the first poll lasts until the test ends
+		})
+	}
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	m.Add(id)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := start(ctx, m)
+	eventually(t, "the job watch", func() bool { return isWatched("jobs") })
+	select {
+	case <-polling:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no history poll began")
+	}
+
+	updateJobStatus(t, client, "ns", "task", batchv1.JobStatus{Active: 1, StartTime: &metav1.Time{Time: time.Now()}})
+	eventually(t, "running recorded while the poll is held", func() bool { return state(t, st, id) == store.StateRunning })
+	if diff := cmp.Diff([]string{id.String() + " ContainerStarted"}, got.list()); diff != "" {
+		t.Errorf("OnEvent (-want +got):\n%s", diff)
+	}
+	close(release)
+	cancel()
+	if r := await(t, done); r.err != nil {
+		t.Fatal(r.err)
+	}
+}
+
+// TestFollowReadsEveryPage: a poll reads the history a page at a time, to
+// its end.
+func TestFollowReadsEveryPage(t *testing.T) {
+	st := newStore(t)
+	for i := range 2*followPage + 10 {
 		record(t, st, jobID("ns", fmt.Sprintf("j-%d", i)), "", store.StateRunning)
 	}
 	last, err := st.LastEventSeq(t.Context())
@@ -1423,20 +1473,8 @@ func TestFollowYieldsToQueuedObservations(t *testing.T) {
 	}
 	m := New(fake.NewClientset(), st, Options{Owner: owner("a")})
 	m.seqSet, m.nHeld = true, 1 // polled from the start, some lease held
-	m.enqueue(item{ids: []string{"queued"}})
-	if more := m.follow(t.Context()); !more {
-		t.Fatal("follow read every page while an observation was queued; want it to stop after one page")
-	}
-	if m.lastSeq >= last {
-		t.Fatalf("after one page lastSeq = %d, want below the last event %d", m.lastSeq, last)
-	}
-	m.qmu.Lock()
-	m.queue = nil // recorded by the writer
-	m.qmu.Unlock()
-	if more := m.follow(t.Context()); more {
-		t.Error("follow yielded with nothing queued")
-	}
+	m.follow(t.Context())
 	if m.lastSeq != last {
-		t.Errorf("lastSeq = %d, want %d: the rest of the history read", m.lastSeq, last)
+		t.Errorf("lastSeq = %d, want %d: the whole history read", m.lastSeq, last)
 	}
 }
