@@ -1478,3 +1478,88 @@ func TestFollowReadsEveryPage(t *testing.T) {
 		t.Errorf("lastSeq = %d, want %d: the whole history read", m.lastSeq, last)
 	}
 }
+
+// TestInitialListDoesNotWaitForWriter: the workload informer's handler does
+// not map the objects of its initial list (snapshotAll observes them from
+// the synced cache, at the writer's pace), so the sync ends with nothing
+// recording: mapped in the handler, the objects past maxQueue waited for
+// the writer there, and client-go buffered the notifications of all the
+// others meanwhile. Then snapshotAll hands every object to the writer.
+func TestInitialListDoesNotWaitForWriter(t *testing.T) {
+	st := newStore(t)
+	n := 2*maxQueue + 10
+	var objs []runtime.Object
+	for i := range n {
+		name := fmt.Sprintf("task-%04d", i)
+		objs = append(objs, job("ns", name, fmt.Sprintf("u%d", i), batchv1.JobStatus{Active: 1}))
+	}
+	client := fake.NewClientset(objs...)
+	m := New(client, st, Options{Owner: owner("a")})
+	for i := range n {
+		m.Add(jobID("ns", fmt.Sprintf("task-%04d", i)))
+	}
+	m.mu.Lock()
+	for _, s := range m.subs {
+		s.set(flagWatched, true)
+	}
+	m.mu.Unlock()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer func() {
+		cancel()
+		m.qmu.Lock()
+		m.qclosed = true // no writer: release any handler waiting for room
+		m.qcond.Broadcast()
+		m.qmu.Unlock()
+		m.bg.Wait()
+		m.shutdownInformers()
+	}()
+	// No writer runs: nothing leaves the queue.
+	if _, err := m.informerFor(ctx, "ns", runtimeid.KindJob); err != nil {
+		t.Fatal(err)
+	}
+	synced := false
+	deadline := time.After(30 * time.Second)
+	for !synced {
+		select {
+		case r := <-m.syncCh:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if r.inf.kind == runtimeid.KindJob {
+				synced = true
+				m.snapshotAll(ctx, r.inf)
+			}
+		case <-deadline:
+			t.Fatalf("the job informer did not sync with no writer running (%d queued)", m.queueLen())
+		}
+	}
+	// snapshotAll queues at the writer's pace: drain as the writer would.
+	seen := map[string]bool{}
+	for len(seen) < n {
+		m.qmu.Lock()
+		for len(m.queue) == 0 {
+			m.qmu.Unlock()
+			select {
+			case <-m.qwake:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%d of %d objects observed", len(seen), n)
+			}
+			m.qmu.Lock()
+		}
+		items := m.queue
+		m.queue = nil
+		m.qcond.Broadcast()
+		m.qmu.Unlock()
+		for _, it := range items {
+			if it.obs.Type == store.ContainerStarted {
+				seen[it.ids[0]] = true
+			}
+		}
+	}
+}
+
+func (m *Monitor) queueLen() int {
+	m.qmu.Lock()
+	defer m.qmu.Unlock()
+	return len(m.queue)
+}
