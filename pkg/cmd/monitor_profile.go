@@ -1,3 +1,5 @@
+//go:build gobraveprof
+
 package cmd
 
 import (
@@ -14,7 +16,8 @@ import (
 // peak (checked every 200 ms), and once more on its way out
 // (FILE.exit). A hidden knob for finding where the memory of a monitor
 // goes on a real cluster (go tool pprof -sample_index=inuse_space FILE);
-// the plugin has no flag for it.
+// the plugin has no flag for it. Only in a build with -tags gobraveprof:
+// linking runtime/pprof into the plugin is not free (monitor_noprofile.go).
 const heapProfileEnv = "GOBRAVE_HEAP_PROFILE"
 
 // startHeapProfile starts the watcher of heapProfileEnv; the returned func

@@ -1,3 +1,5 @@
+//go:build gobraveprof
+
 package cmd
 
 import (
