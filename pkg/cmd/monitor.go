@@ -102,6 +102,7 @@ func (o *MonitorOptions) Run(ctx context.Context) error {
 		err error
 	)
 	p := &eventPrinter{w: o.Out, json: o.Output == "json"}
+	defer startHeapProfile()()
 	if o.All && o.Follow {
 		if st, err = o.f.FollowingStore(ctx); err != nil {
 			return err

@@ -446,49 +446,13 @@ func (f *Factory) runMonitorsDiscovering(ctx context.Context, st *store.Store, o
 				return
 			case <-tick.C:
 			}
-			// A page of events at a time: the first look after the
-			// initial sync reads the events of every workload the monitors
-			// have just recorded (100,000 at N = 100,000), about 4 MiB of
-			// events and more of records when read at once.
-			for set.ctx.Err() == nil {
-				evs, err := st.EventsPage(set.ctx, lastSeq, discoverPage)
-				if err != nil {
-					break // the next look tries again
+			lastSeq = discover(set.ctx, st, lastSeq, discoverPage, func(found []store.Workload) {
+				if err := set.add(found); err != nil {
+					set.mu.Lock()
+					set.errs = append(set.errs, err)
+					set.mu.Unlock()
 				}
-				last := lastSeq
-				seen := map[string]bool{}
-				var ids []string
-				for _, e := range evs {
-					last = max(last, e.Seq)
-					if !seen[e.RuntimeID] {
-						seen[e.RuntimeID] = true
-						ids = append(ids, e.RuntimeID)
-					}
-				}
-				// Any event may leave a record non-terminal: read them all, in
-				// one query per 500 IDs. IDs a monitor has already are ignored.
-				recs, err := st.Records(set.ctx, ids)
-				if err != nil {
-					break // the next look reads the same events again
-				}
-				lastSeq = last
-				var found []store.Workload
-				for _, id := range ids {
-					if w, ok := recs[id]; ok && !w.State.Terminal() {
-						found = append(found, w)
-					}
-				}
-				if len(found) > 0 {
-					if err := set.add(found); err != nil {
-						set.mu.Lock()
-						set.errs = append(set.errs, err)
-						set.mu.Unlock()
-					}
-				}
-				if len(evs) < discoverPage {
-					break
-				}
-			}
+			})
 		}
 	})
 	// Following monitors end only with ctx; wait for it, then for them.
@@ -496,6 +460,60 @@ func (f *Factory) runMonitorsDiscovering(ctx context.Context, st *store.Store, o
 	sum, err := set.wait()
 	discovered.Wait()
 	return sum, n, err
+}
+
+// historyReader is what discover reads of the store.
+type historyReader interface {
+	EventsPage(ctx context.Context, afterSeq int64, limit int) ([]store.Event, error)
+	Records(ctx context.Context, ids []string) (map[string]store.Workload, error)
+}
+
+// discover is one look of runMonitorsDiscovering for IDs that became
+// non-terminal: it reads the events recorded after lastSeq, page events
+// at a time, and the records they concern, hands the non-terminal ones to
+// add (IDs a monitor has already are ignored there) and returns the seq
+// read up to. A page at a time: the first look after the initial sync
+// reads the events of every workload the monitors have just recorded
+// (100,000 at N = 100,000), about 4 MiB of events and more of records when
+// read at once. An error leaves the rest for the next look, which reads
+// the same events again.
+func discover(ctx context.Context, r historyReader, lastSeq int64, page int, add func([]store.Workload)) int64 {
+	for ctx.Err() == nil {
+		evs, err := r.EventsPage(ctx, lastSeq, page)
+		if err != nil {
+			return lastSeq
+		}
+		last := lastSeq
+		seen := map[string]bool{}
+		var ids []string
+		for _, e := range evs {
+			last = max(last, e.Seq)
+			if !seen[e.RuntimeID] {
+				seen[e.RuntimeID] = true
+				ids = append(ids, e.RuntimeID)
+			}
+		}
+		// Any event may leave a record non-terminal: read them all, in
+		// one query per 500 IDs.
+		recs, err := r.Records(ctx, ids)
+		if err != nil {
+			return lastSeq
+		}
+		lastSeq = last
+		var found []store.Workload
+		for _, id := range ids {
+			if w, ok := recs[id]; ok && !w.State.Terminal() {
+				found = append(found, w)
+			}
+		}
+		if len(found) > 0 {
+			add(found)
+		}
+		if len(evs) < page {
+			break
+		}
+	}
+	return lastSeq
 }
 
 // waitFor blocks until every workload meets cond, one of them cannot any

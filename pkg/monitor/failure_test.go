@@ -82,7 +82,16 @@ func TestFailureExitCodesInBulk(t *testing.T) {
 			t.Errorf("%s history (-want +got):\n%s", id, diff)
 		}
 	}
-	if diff := cmp.Diff(map[string]int{"list jobs": 1, "watch jobs": 1, "list pods": 1, "watch pods": 1}, count(client)); diff != "" {
+	// A pass (Once) may end before the pod informer has opened its watch
+	// after its list: at most one watch each, never a request per job.
+	got := count(client)
+	for _, w := range []string{"watch jobs", "watch pods"} {
+		if got[w] > 1 {
+			t.Errorf("%d %s requests, want at most 1", got[w], w)
+		}
+		delete(got, w)
+	}
+	if diff := cmp.Diff(map[string]int{"list jobs": 1, "list pods": 1}, got); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 }

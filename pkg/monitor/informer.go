@@ -74,8 +74,21 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 	}
 	// Each handled object is progress too (waitSynced): the handlers wait
 	// for the writer (enqueueWait), and the sync waits for the handlers.
-	inf.reg, err = si.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { inf.touch(); m.onObject(kind, obj, false) },
+	// The objects of the initial list are not mapped here: every watched
+	// subscription the informer serves is checked in the synced cache
+	// right after (snapshotAll), at the writer's pace. Mapped here, they
+	// waited for the writer inside client-go's handler, whose listener
+	// then buffered the notification of every object still to come (an
+	// unbounded ring of the shared informer: ~110 bytes an object of
+	// peak heap during the sync, which ends only once the writer has
+	// recorded them all).
+	inf.reg, err = si.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			inf.touch()
+			if !initial {
+				m.onObject(kind, obj, false)
+			}
+		},
 		UpdateFunc: func(_, obj any) { inf.touch(); m.onObject(kind, obj, false) },
 		DeleteFunc: func(obj any) { inf.touch(); m.onObject(kind, obj, true) },
 	})
@@ -209,8 +222,8 @@ func (m *Monitor) waitSynced(ctx context.Context, inf *informer, denied <-chan e
 	}
 	probing := false
 	// The handler's sync, not only the cache's: its initial events have
-	// been handled (observed and queued), so that snapshotAll, which runs
-	// next, finds them already observed instead of queueing them again.
+	// been handled (the workload informers' skipped: snapshotAll, which
+	// runs next, observes them from the cache; the pod informers' mapped).
 	synced := inf.inf.HasSyncedChecker().Done()
 	if inf.reg != nil {
 		synced = inf.reg.HasSyncedChecker().Done()
@@ -357,7 +370,11 @@ func (m *Monitor) goneLocked(sub *subscription, at time.Time) []item {
 	return []item{{ids: []string{sub.id}, obs: o, at: at}}
 }
 
-// snapshotAll checks, once, every subscription the informer serves.
+// snapshotAll checks, once, every subscription the informer serves, in
+// the background (m.bg): at the writer's pace (enqueueWait), so that the
+// observations of an initial sync of 100,000 objects never wait in memory
+// all at once, and without holding up the control loop (heartbeats) while
+// the writer records them.
 func (m *Monitor) snapshotAll(ctx context.Context, inf *informer) {
 	m.mu.Lock()
 	var subs []*subscription
@@ -367,16 +384,31 @@ func (m *Monitor) snapshotAll(ctx context.Context, inf *informer) {
 		}
 	}
 	m.mu.Unlock()
-	for _, s := range subs {
-		m.snapshot(ctx, inf, s)
+	if len(subs) == 0 {
+		return
 	}
+	m.bg.Add(1)
+	go func() {
+		defer m.bg.Done()
+		for _, s := range subs {
+			if ctx.Err() != nil {
+				return
+			}
+			m.snapshotWith(inf, s, m.enqueueWait)
+		}
+	}()
 }
 
 // snapshot checks sub's object in the synced cache, so that what happened
 // before the subscription is not missed. An object missing from the cache is
 // confirmed by the next list of its namespace (confirmMissing), shared by
 // every object missing there.
-func (m *Monitor) snapshot(ctx context.Context, inf *informer, sub *subscription) {
+func (m *Monitor) snapshot(_ context.Context, inf *informer, sub *subscription) {
+	m.snapshotWith(inf, sub, m.enqueue)
+}
+
+// snapshotWith is snapshot, handing the items to enqueue.
+func (m *Monitor) snapshotWith(inf *informer, sub *subscription, enqueue func(...item)) {
 	ns, _, name := sub.parts()
 	obj, exists, err := inf.inf.GetIndexer().GetByKey(ns + "/" + name)
 	now := time.Now()
@@ -389,7 +421,7 @@ func (m *Monitor) snapshot(ctx context.Context, inf *informer, sub *subscription
 	if err == nil && exists {
 		items := m.observeLocked(sub, obj, false, now)
 		m.mu.Unlock()
-		m.enqueue(items...)
+		enqueue(items...)
 		return
 	}
 	m.missLocked(sub)

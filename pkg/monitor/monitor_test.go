@@ -1409,12 +1409,62 @@ func TestCompactedObservationRoundTrip(t *testing.T) {
 	}
 }
 
-// TestFollowYieldsToQueuedObservations: the history poll reads a page at a
-// time and stops between pages while observations wait for the writer (it
-// runs in the writer's goroutine), reading the rest on the next call.
-func TestFollowYieldsToQueuedObservations(t *testing.T) {
+// TestWriterRecordsDuringHistoryPoll: the history poll runs beside the
+// writer, not on its goroutine: while a poll is held (as a poll of the
+// 100,000 events of an initial sync takes most of a second), what the
+// informers see is still recorded.
+func TestWriterRecordsDuringHistoryPoll(t *testing.T) {
 	st := newStore(t)
-	for i := range followPage + 10 {
+	id := jobID("ns", "task")
+	record(t, st, id, "u1", store.StateStarting)
+	client := fake.NewClientset(job("ns", "task", "u1", batchv1.JobStatus{}))
+	isWatched := watched(client)
+	var got collector
+	m := New(client, st, Options{Owner: owner("a"), Follow: true, OnEvent: got.on})
+	m.pollEvery = time.Millisecond
+	polling, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	m.beforePoll = func() {
+		once.Do(func() {
+			close(polling)
+			<-release // the first poll lasts until the test ends
+		})
+	}
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	m.Add(id)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := start(ctx, m)
+	eventually(t, "the job watch", func() bool { return isWatched("jobs") })
+	select {
+	case <-polling:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no history poll began")
+	}
+
+	updateJobStatus(t, client, "ns", "task", batchv1.JobStatus{Active: 1, StartTime: &metav1.Time{Time: time.Now()}})
+	eventually(t, "running recorded while the poll is held", func() bool { return state(t, st, id) == store.StateRunning })
+	if diff := cmp.Diff([]string{id.String() + " ContainerStarted"}, got.list()); diff != "" {
+		t.Errorf("OnEvent (-want +got):\n%s", diff)
+	}
+	close(release)
+	cancel()
+	if r := await(t, done); r.err != nil {
+		t.Fatal(r.err)
+	}
+}
+
+// TestFollowReadsEveryPage: a poll reads the history a page at a time, to
+// its end.
+func TestFollowReadsEveryPage(t *testing.T) {
+	st := newStore(t)
+	for i := range 2*followPage + 10 {
 		record(t, st, jobID("ns", fmt.Sprintf("j-%d", i)), "", store.StateRunning)
 	}
 	last, err := st.LastEventSeq(t.Context())
@@ -1423,20 +1473,93 @@ func TestFollowYieldsToQueuedObservations(t *testing.T) {
 	}
 	m := New(fake.NewClientset(), st, Options{Owner: owner("a")})
 	m.seqSet, m.nHeld = true, 1 // polled from the start, some lease held
-	m.enqueue(item{ids: []string{"queued"}})
-	if more := m.follow(t.Context()); !more {
-		t.Fatal("follow read every page while an observation was queued; want it to stop after one page")
-	}
-	if m.lastSeq >= last {
-		t.Fatalf("after one page lastSeq = %d, want below the last event %d", m.lastSeq, last)
-	}
-	m.qmu.Lock()
-	m.queue = nil // recorded by the writer
-	m.qmu.Unlock()
-	if more := m.follow(t.Context()); more {
-		t.Error("follow yielded with nothing queued")
-	}
+	m.follow(t.Context())
 	if m.lastSeq != last {
-		t.Errorf("lastSeq = %d, want %d: the rest of the history read", m.lastSeq, last)
+		t.Errorf("lastSeq = %d, want %d: the whole history read", m.lastSeq, last)
 	}
+}
+
+// TestInitialListDoesNotWaitForWriter: the workload informer's handler does
+// not map the objects of its initial list (snapshotAll observes them from
+// the synced cache, at the writer's pace), so the sync ends with nothing
+// recording: mapped in the handler, the objects past maxQueue waited for
+// the writer there, and client-go buffered the notifications of all the
+// others meanwhile. Then snapshotAll hands every object to the writer.
+func TestInitialListDoesNotWaitForWriter(t *testing.T) {
+	st := newStore(t)
+	n := 2*maxQueue + 10
+	var objs []runtime.Object
+	for i := range n {
+		name := fmt.Sprintf("task-%04d", i)
+		objs = append(objs, job("ns", name, fmt.Sprintf("u%d", i), batchv1.JobStatus{Active: 1}))
+	}
+	client := fake.NewClientset(objs...)
+	m := New(client, st, Options{Owner: owner("a")})
+	for i := range n {
+		m.Add(jobID("ns", fmt.Sprintf("task-%04d", i)))
+	}
+	m.mu.Lock()
+	for _, s := range m.subs {
+		s.set(flagWatched, true)
+	}
+	m.mu.Unlock()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer func() {
+		cancel()
+		m.qmu.Lock()
+		m.qclosed = true // no writer: release any handler waiting for room
+		m.qcond.Broadcast()
+		m.qmu.Unlock()
+		m.bg.Wait()
+		m.shutdownInformers()
+	}()
+	// No writer runs: nothing leaves the queue.
+	if _, err := m.informerFor(ctx, "ns", runtimeid.KindJob); err != nil {
+		t.Fatal(err)
+	}
+	synced := false
+	deadline := time.After(30 * time.Second)
+	for !synced {
+		select {
+		case r := <-m.syncCh:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if r.inf.kind == runtimeid.KindJob {
+				synced = true
+				m.snapshotAll(ctx, r.inf)
+			}
+		case <-deadline:
+			t.Fatalf("the job informer did not sync with no writer running (%d queued)", m.queueLen())
+		}
+	}
+	// snapshotAll queues at the writer's pace: drain as the writer would.
+	seen := map[string]bool{}
+	for len(seen) < n {
+		m.qmu.Lock()
+		for len(m.queue) == 0 {
+			m.qmu.Unlock()
+			select {
+			case <-m.qwake:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%d of %d objects observed", len(seen), n)
+			}
+			m.qmu.Lock()
+		}
+		items := m.queue
+		m.queue = nil
+		m.qcond.Broadcast()
+		m.qmu.Unlock()
+		for _, it := range items {
+			if it.obs.Type == store.ContainerStarted {
+				seen[it.ids[0]] = true
+			}
+		}
+	}
+}
+
+func (m *Monitor) queueLen() int {
+	m.qmu.Lock()
+	defer m.qmu.Unlock()
+	return len(m.queue)
 }

@@ -19,9 +19,12 @@ import (
 const traceLevel = 4
 
 // writeLoop is the single writer: it records queued observations in batches
-// (one transaction each), calls OnEvent, retires terminal IDs, and follows
-// the history of the IDs another process leases. It returns after draining
-// the queue once stop is closed, or on a store error.
+// (one transaction each), calls OnEvent and retires terminal IDs. It returns
+// after draining the queue once stop is closed, or on a store error. The
+// history of the IDs another process leases is followed by pollLoop, on a
+// goroutine of its own: a poll of the history (707-777 ms at 100,000, right
+// after the initial sync) must not delay the recording of what the
+// informers see.
 func (m *Monitor) writeLoop(ctx context.Context, stop <-chan struct{}) error {
 	defer func() {
 		m.qmu.Lock()
@@ -29,36 +32,40 @@ func (m *Monitor) writeLoop(ctx context.Context, stop <-chan struct{}) error {
 		m.qcond.Broadcast()
 		m.qmu.Unlock()
 	}()
-	poll := time.NewTicker(m.pollEvery)
-	defer poll.Stop()
-	// again: a poll stopped between pages for queued observations goes on
-	// once they are recorded (or at the same time as new ones arrive: the
-	// select picks either, and the poll yields again after a page).
-	again := make(chan struct{}, 1)
-	pollNow := func() {
-		t := time.Now()
-		more := m.follow(ctx)
-		if more {
-			signal(again)
-		}
-		if v := klog.V(traceLevel); v.Enabled() {
-			if d := time.Since(t); d >= time.Millisecond {
-				v.InfoS("monitor: history polled", "ms", ms(d), "yielded", more)
-			}
-		}
-	}
 	for {
 		select {
 		case <-m.qwake:
 			if err := m.drain(ctx); err != nil {
 				return err
 			}
-		case <-poll.C:
-			pollNow()
-		case <-again:
-			pollNow()
 		case <-stop:
 			return m.drain(ctx)
+		}
+	}
+}
+
+// pollLoop follows the history every pollEvery until ctx ends. It runs
+// beside the writer: the store's connections let a read run while the
+// writer commits (WAL), and what the two share of the Monitor is behind
+// m.mu.
+func (m *Monitor) pollLoop(ctx context.Context) {
+	poll := time.NewTicker(m.pollEvery)
+	defer poll.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+		}
+		if m.beforePoll != nil {
+			m.beforePoll()
+		}
+		t := time.Now()
+		m.follow(ctx)
+		if v := klog.V(traceLevel); v.Enabled() {
+			if d := time.Since(t); d >= time.Millisecond {
+				v.InfoS("monitor: history polled", "ms", ms(d))
+			}
 		}
 	}
 }
@@ -135,11 +142,7 @@ func (m *Monitor) record(ctx context.Context, items []item) error {
 	m.mu.Unlock()
 
 	committed := time.Now()
-	if m.opts.OnEvent != nil {
-		for _, e := range events {
-			m.opts.OnEvent(e)
-		}
-	}
+	m.onEvents(events)
 	if v := klog.V(traceLevel); v.Enabled() {
 		oldest := start
 		for _, it := range items {
@@ -176,41 +179,40 @@ func ms(d time.Duration) float64 {
 //
 // The history is read followPage events at a time: after the initial sync
 // of 100,000 workloads it holds the 100,000 events this process has just
-// recorded, and reading them at once cost 20-25 MiB of peak RSS.
-//
-// Between pages it yields to the observations queued meanwhile: it returns
-// true, with pages left to read, so that the writer records them first and
-// then polls on (a poll of the 100,000 events just recorded took 707 ms at
-// 100,000, and every observation queued meanwhile waited for it).
+// recorded, and reading them at once cost 20-25 MiB of peak RSS. It runs on
+// pollLoop's goroutine, not the writer's, so it reads on to the end.
 //
 // Errors are left for the next poll, which reads the same events again.
-func (m *Monitor) follow(ctx context.Context) (more bool) {
-	for {
+func (m *Monitor) follow(ctx context.Context) {
+	for ctx.Err() == nil {
 		m.mu.Lock()
 		if !m.seqSet || m.nPassive+m.nHeld == 0 {
 			m.mu.Unlock()
-			return false
+			return
 		}
 		after := m.lastSeq
 		m.mu.Unlock()
 		evs, err := m.st.EventsPage(ctx, after, followPage)
 		if err != nil || len(evs) == 0 {
-			return false
+			return
 		}
 		if !m.followEvents(ctx, after, evs) || len(evs) < followPage {
-			return false
-		}
-		if m.queued() {
-			return true
+			return
 		}
 	}
 }
 
-// queued reports whether observations wait for the writer.
-func (m *Monitor) queued() bool {
-	m.qmu.Lock()
-	defer m.qmu.Unlock()
-	return len(m.queue) > 0
+// onEvents hands events to OnEvent, one caller at a time (the writer and
+// the poll both have events for it).
+func (m *Monitor) onEvents(evs []store.Event) {
+	if m.opts.OnEvent == nil || len(evs) == 0 {
+		return
+	}
+	m.onEventMu.Lock()
+	defer m.onEventMu.Unlock()
+	for _, e := range evs {
+		m.opts.OnEvent(e)
+	}
 }
 
 // followPage is how many events of the history follow reads at a time.
@@ -248,11 +250,7 @@ func (m *Monitor) followEvents(ctx context.Context, after int64, evs []store.Eve
 	m.mu.Lock()
 	m.lastSeq = max(m.lastSeq, last)
 	m.mu.Unlock()
-	if m.opts.OnEvent != nil {
-		for _, e := range mine {
-			m.opts.OnEvent(e)
-		}
-	}
+	m.onEvents(mine)
 
 	wake := false
 	m.mu.Lock()
