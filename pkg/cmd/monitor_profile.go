@@ -18,6 +18,9 @@ import (
 // goes on a real cluster (go tool pprof -sample_index=inuse_space FILE);
 // the plugin has no flag for it. Only in a build with -tags gobraveprof:
 // linking runtime/pprof into the plugin is not free (monitor_noprofile.go).
+// The plugin turns the runtime's allocation sampling off at start
+// (cmd/kubectl-gobrave's noHeapProfile), so the profile is empty unless
+// GODEBUG=memprofilerate=524288 (the runtime's default) is set too.
 const heapProfileEnv = "GOBRAVE_HEAP_PROFILE"
 
 // startHeapProfile starts the watcher of heapProfileEnv; the returned func
