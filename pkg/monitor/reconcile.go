@@ -103,6 +103,9 @@ type reconciler struct {
 	started time.Time
 
 	notes map[types.UID]*podNote // by controller UID: a Job, a ReplicaSet, then its Deployment
+	// replicaSetPods: a pod streamed is controlled by a ReplicaSet, whose
+	// Deployment only the ReplicaSets' stream can tell.
+	replicaSetPods bool
 	// seen holds, by kind, the keyHash of each object streamed that has a
 	// record, with the number of its records that were live when the pass
 	// began: when their sum reaches the number of such records, none can
@@ -241,7 +244,10 @@ func (r *reconciler) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if nsOf[runtimeid.KindDeployment] != nil {
+	// The ReplicaSets only lead a pod's note to its Deployment: without a
+	// pod of a ReplicaSet they are not read (most Deployments of a large
+	// cluster are scaled to zero, each with a ReplicaSet as large as itself).
+	if nsOf[runtimeid.KindDeployment] != nil && r.replicaSetPods {
 		reg := trace.StartRegion(ctx, "reconcile replicasets")
 		err := r.each(ctx, kindReplicaSet, podScopes, clusterWide, r.addReplicaSet)
 		reg.End()
@@ -388,11 +394,20 @@ func (r *reconciler) each(ctx context.Context, kind string, nss []string, cluste
 }
 
 func (r *reconciler) streamIn(ctx context.Context, kind, ns string, fn func(any) error) error {
-	l, err := listerFor(r.c, kind, ns)
-	if err != nil {
+	var (
+		l      lister
+		client any = r.c
+		err    error
+	)
+	if kind == kindReplicaSet && r.o.Metadata != nil {
+		// Only a ReplicaSet's UID and controller are read: its metadata,
+		// not its pod template (as large as its Deployment).
+		rs := r.o.Metadata.Resource(appsv1.SchemeGroupVersion.WithResource("replicasets")).Namespace(ns)
+		l, client = lister{watch: rs.Watch, list: pages(rs.List)}, r.o.Metadata
+	} else if l, err = listerFor(r.c, kind, ns); err != nil {
 		return err
 	}
-	err = retryStream(ctx, r.o.SyncTimeout, func() error { return stream(ctx, r.c, l, WorkloadLabel, r.o.SyncTimeout, fn) })
+	err = retryStream(ctx, r.o.SyncTimeout, func() error { return stream(ctx, client, l, WorkloadLabel, r.o.SyncTimeout, fn) })
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
@@ -420,6 +435,9 @@ func (r *reconciler) addPod(obj any) error {
 	if ref == nil {
 		return nil
 	}
+	if ref.Kind == "ReplicaSet" {
+		r.replicaSetPods = true
+	}
 	n := r.notes[ref.UID]
 	if n == nil {
 		n = &podNote{}
@@ -438,17 +456,19 @@ func (r *reconciler) addPod(obj any) error {
 }
 
 // addReplicaSet moves the note of a ReplicaSet's pods to its Deployment.
+// The ReplicaSet is its metadata (replicaSetLister) or the whole object (a
+// fake clientset).
 func (r *reconciler) addReplicaSet(obj any) error {
-	rs, ok := obj.(*appsv1.ReplicaSet)
+	rs, ok := obj.(metav1.Object)
 	if !ok {
 		return nil
 	}
 	ref := metav1.GetControllerOf(rs)
-	n := r.notes[rs.UID]
+	n := r.notes[rs.GetUID()]
 	if ref == nil || n == nil {
 		return nil
 	}
-	delete(r.notes, rs.UID)
+	delete(r.notes, rs.GetUID())
 	d := r.notes[ref.UID]
 	if d == nil {
 		r.notes[ref.UID] = n
