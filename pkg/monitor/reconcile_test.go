@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
-	metadatafake "k8s.io/client-go/metadata/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
@@ -326,80 +325,54 @@ func TestObserveStreamedDoesNotCopy(t *testing.T) {
 }
 
 // TestReconcileReplicaSets: a Deployment's pods reach its record through
-// their ReplicaSet, read as metadata where a metadata client is given (its
-// pod template is as large as the Deployment), as whole objects from a
-// typed client otherwise; with no pod of a ReplicaSet streamed, no
-// ReplicaSet is read at all.
+// their ReplicaSet; with no pod of a ReplicaSet streamed, no ReplicaSet is
+// read at all (most Deployments of a large cluster are scaled to zero, each
+// with a ReplicaSet as large as itself).
 func TestReconcileReplicaSets(t *testing.T) {
 	rs := &appsv1.ReplicaSet{
-		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
 		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "ns", UID: "rs1", Labels: map[string]string{WorkloadLabel: "web"},
 			OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: "web", UID: "d1", Controller: ptr.To(true)}}}}
 	crash := corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{RestartCount: 3,
 		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s"}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 7, Reason: "Error"}}}}}
 	pod := ownedPod("ns", "web-1-abc", "web", metav1.OwnerReference{Kind: "ReplicaSet", Name: "web-1", UID: "rs1"}, 0, crash)
+	jobPod := ownedPod("ns", "task-1", "task", metav1.OwnerReference{Kind: "Job", Name: "task", UID: "j1"}, 0, corev1.PodStatus{Phase: corev1.PodRunning})
 	dep := deployment("ns", "web", "d1", 1, appsv1.DeploymentStatus{Replicas: 1})
 	web := deployID("ns", "web")
 
 	for _, tc := range []struct {
-		name     string
-		pods     bool // the crashing pod exists
-		metadata bool // a metadata client is given
+		name string
+		pod  kruntime.Object // the pod streamed
 	}{
-		{"typed", true, false},
-		{"metadata", true, true},
-		{"no pod of a ReplicaSet", false, true},
+		{"a pod of the ReplicaSet", pod},
+		{"only a job's pod", jobPod},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := newStore(t)
 			record(t, st, web, "d1", store.StateRunning)
-			objs := []kruntime.Object{dep, rs}
-			if tc.pods {
-				objs = append(objs, pod)
-			}
-			client := fake.NewClientset(objs...)
-			o := ReconcileOptions{Owner: owner("a"), Runtimes: []string{runtimeid.RuntimeK8s}}
-			var md *metadatafake.FakeMetadataClient
-			if tc.metadata {
-				rsMeta := &metav1.PartialObjectMetadata{TypeMeta: rs.TypeMeta, ObjectMeta: rs.ObjectMeta}
-				sch := metadatafake.NewTestScheme()
-				sch.AddKnownTypeWithName(appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), &metav1.PartialObjectMetadata{})
-				sch.AddKnownTypeWithName(appsv1.SchemeGroupVersion.WithKind("ReplicaSetList"), &metav1.PartialObjectMetadataList{})
-				md = metadatafake.NewSimpleMetadataClient(sch, rsMeta)
-				o.Metadata = md
-			}
-			if _, err := Reconcile(t.Context(), client, st, o); err != nil {
+			client := fake.NewClientset(dep, rs, tc.pod)
+			if _, err := Reconcile(t.Context(), client, st, ReconcileOptions{Owner: owner("a"), Runtimes: []string{runtimeid.RuntimeK8s}}); err != nil {
 				t.Fatal(err)
 			}
 			w, err := st.Get(t.Context(), web.String())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.pods && (w.Reason != "CrashLoopBackOff" || w.ExitCode == nil || *w.ExitCode != 7) {
-				t.Errorf("record: reason %q, exit code %v; want the pod's CrashLoopBackOff and 7 through its ReplicaSet", w.Reason, w.ExitCode)
-			}
-			if !tc.pods && w.Reason != "" {
-				t.Errorf("record: reason %q with no pod", w.Reason)
-			}
-			typedRS := count(client)["list replicasets"]
-			metaRS := 0
-			if md != nil {
-				for _, a := range md.Actions() {
-					if a.GetResource().Resource == "replicasets" {
-						metaRS++
-					}
+			reads := count(client)["list replicasets"]
+			if tc.pod == pod {
+				if w.Reason != "CrashLoopBackOff" || w.ExitCode == nil || *w.ExitCode != 7 {
+					t.Errorf("record: reason %q, exit code %v; want the pod's CrashLoopBackOff and 7 through its ReplicaSet", w.Reason, w.ExitCode)
 				}
+				if reads == 0 {
+					t.Error("no ReplicaSet read: the pod's note cannot reach its Deployment")
+				}
+				return
 			}
-			want := [2]int{} // typed, metadata
-			switch {
-			case tc.pods && tc.metadata:
-				want[1] = 1
-			case tc.pods:
-				want[0] = 1
+			if w.Reason != "" {
+				t.Errorf("record: reason %q with no pod of the Deployment", w.Reason)
 			}
-			if got := [2]int{min(typedRS, 1), min(metaRS, 1)}; got != want {
-				t.Errorf("ReplicaSets read: typed %d, metadata %d requests; want typed>0 %v, metadata>0 %v", typedRS, metaRS, want[0] == 1, want[1] == 1)
+			if reads != 0 {
+				t.Errorf("%d ReplicaSet lists with no pod of a ReplicaSet, want none", reads)
 			}
 		})
 	}
