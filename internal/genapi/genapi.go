@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -261,23 +262,31 @@ func (s *Server) serveProtobuf(w http.ResponseWriter, r *http.Request, resource,
 		}
 		<-r.Context().Done()
 	default:
-		from, _ := strconv.Atoi(q.Get("continue"))
-		limit, _ := strconv.Atoi(q.Get("limit"))
-		to := len(idx)
-		if limit > 0 && from+limit < to {
-			to = from + limit
-		}
-		cont := ""
-		if to < len(idx) {
-			cont = strconv.Itoa(to)
-		}
-		objs := make([]any, 0, to-from)
-		for _, i := range idx[from:to] {
+		page, cont := listPage(q, idx)
+		objs := make([]any, 0, len(page))
+		for _, i := range page {
 			objs = append(objs, s.object(i))
 		}
 		w.Header().Set("Content-Type", kruntime.ContentTypeProtobuf)
 		_ = c.object.Encode(list(resource, cont, objs), w)
 	}
+}
+
+// listPage is the page of idx a paginated list asks for (its limit and
+// continue parameters: the continue token is the index of the page's
+// first object) and the token of the next page ("" after the last).
+func listPage(q url.Values, idx []int) (page []int, cont string) {
+	from, _ := strconv.Atoi(q.Get("continue"))
+	from = min(max(from, 0), len(idx))
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	to := len(idx)
+	if limit > 0 && from+limit < to {
+		to = from + limit
+	}
+	if to < len(idx) {
+		cont = strconv.Itoa(to)
+	}
+	return idx[from:to], cont
 }
 
 // ServeHTTP serves the API.
@@ -334,18 +343,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		<-r.Context().Done()
 	default:
-		from, _ := strconv.Atoi(q.Get("continue"))
-		limit, _ := strconv.Atoi(q.Get("limit"))
-		to := len(idx)
-		if limit > 0 && from+limit < to {
-			to = from + limit
-		}
-		cont := ""
-		if to < len(idx) {
-			cont = strconv.Itoa(to)
-		}
+		page, cont := listPage(q, idx)
 		fmt.Fprintf(w, `{"apiVersion":%q,"kind":%q,"metadata":{"resourceVersion":"10","continue":%q},"items":[`, gv[0], gv[1]+"List", cont)
-		for k, i := range idx[from:to] {
+		for k, i := range page {
 			if k > 0 {
 				fmt.Fprint(w, ",")
 			}

@@ -92,3 +92,49 @@ func recording(srv *Server, types *[]string) nethttp.Handler {
 		*types = append(*types, w.Header().Get("Content-Type"))
 	})
 }
+
+// TestListPagesAlike: a paginated list gives every object once, in the
+// order of an unpaginated one, in protobuf and in JSON alike; a continue
+// token past the end gives an empty last page.
+func TestListPagesAlike(t *testing.T) {
+	for _, pb := range []bool{true, false} {
+		srv := &Server{N: 40, Namespaces: 3, Protobuf: pb, KeyOrder: true}
+		hs := httptest.NewServer(srv)
+		ct := runtime.ContentTypeJSON
+		if pb {
+			ct = runtime.ContentTypeProtobuf
+		}
+		c := kubernetes.NewForConfigOrDie(&rest.Config{Host: hs.URL, ContentConfig: rest.ContentConfig{ContentType: ct, AcceptContentTypes: ct}})
+		ctx := context.Background()
+		all, err := c.BatchV1().Jobs("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want, listed []string
+		for _, j := range all.Items {
+			want = append(want, j.Namespace+"/"+j.Name)
+		}
+		o, pages := metav1.ListOptions{Limit: 7}, 0
+		for {
+			l, err := c.BatchV1().Jobs("").List(ctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages++
+			for _, j := range l.Items {
+				listed = append(listed, j.Namespace+"/"+j.Name)
+			}
+			if o.Continue = l.Continue; o.Continue == "" {
+				break
+			}
+		}
+		if len(want) != 20 || !slices.Equal(listed, want) || pages != 3 {
+			t.Fatalf("protobuf %v: %d pages %v, want 3 pages of %v", pb, pages, listed, want)
+		}
+		l, err := c.BatchV1().Jobs("").List(ctx, metav1.ListOptions{Limit: 7, Continue: "99"})
+		if err != nil || len(l.Items) != 0 || l.Continue != "" {
+			t.Fatalf("protobuf %v: past the end: %d items, continue %q, %v", pb, len(l.Items), l.Continue, err)
+		}
+		hs.Close()
+	}
+}
