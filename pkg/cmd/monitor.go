@@ -339,6 +339,7 @@ func (o *RecoverOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
+	at := time.Now()
 	scopes, err := st.LiveScopes(ctx)
 	if err != nil {
 		return err
@@ -362,7 +363,7 @@ func (o *RecoverOptions) Run(ctx context.Context) error {
 			return err
 		}
 	case n > 0:
-		sum, err = o.f.reconcileAll(ctx, st, scopes, "", p.print)
+		sum, err = o.f.reconcileAll(ctx, st, scopes, at, "", p.print)
 		if err != nil && ctx.Err() == nil {
 			return err
 		}
@@ -378,9 +379,10 @@ func (o *RecoverOptions) Run(ctx context.Context) error {
 
 // reconcileAll is recover --once and ps --refresh: one monitor.Reconcile per
 // kubeconfig context over the non-terminal records of its runtimes (scopes,
-// from store.LiveScopes), which it reads page by page; namespace, when set,
-// keeps one namespace's records.
-func (f *Factory) reconcileAll(ctx context.Context, st *store.Store, scopes []store.Scope, namespace string, onEvent func(store.Event)) (monitor.Summary, error) {
+// from store.LiveScopes read at at: the pass begins then, and does not read
+// them again), which it reads page by page; namespace, when set, keeps one
+// namespace's records.
+func (f *Factory) reconcileAll(ctx context.Context, st *store.Store, scopes []store.Scope, at time.Time, namespace string, onEvent func(store.Event)) (monitor.Summary, error) {
 	tuneGCForMonitoring()
 	byCtx := map[string][]string{}
 	for _, sc := range scopes {
@@ -418,6 +420,7 @@ func (f *Factory) reconcileAll(ctx context.Context, st *store.Store, scopes []st
 		o.ID = own.ID + "/" + c
 		sum, err := monitor.Reconcile(ctx, client, st, monitor.ReconcileOptions{
 			Owner: o, SyncTimeout: f.requestTimeout(), Runtimes: rts, Namespace: namespace, Cluster: cur, Metadata: md, OnEvent: onEvent,
+			Scopes: scopes, ScopesAt: at,
 			OnSkip: func(id, rec string) {
 				fmt.Fprintf(f.warnings(), "warning: %s was made on %s, its runtime now points at %s: not monitored (switch back with --context)\n", id, rec, cur)
 			},

@@ -152,6 +152,7 @@ func (o *PsOptions) Run(ctx context.Context) error {
 // number of requests and memory for a batch of records, whatever their
 // number.
 func (o *PsOptions) refresh(ctx context.Context, st *store.Store, q store.Query) error {
+	at := time.Now()
 	scopes, err := st.LiveScopes(ctx)
 	if err != nil {
 		return err
@@ -165,7 +166,7 @@ func (o *PsOptions) refresh(ctx context.Context, st *store.Store, q store.Query)
 	if len(sel) == 0 {
 		return nil
 	}
-	_, err = o.f.reconcileAll(ctx, st, sel, q.Namespace, nil)
+	_, err = o.f.reconcileAll(ctx, st, sel, at, q.Namespace, nil)
 	return err
 }
 

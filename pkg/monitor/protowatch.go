@@ -50,6 +50,11 @@ func protoWatch[T protoObject](rc *rest.RESTClient, resource, ns, kind string, n
 		if b, err := br.Peek(1); err == nil && b[0] != 0 {
 			// Not a protobuf frame (its length's first byte is 0 below
 			// 16 MiB): JSON, decoded as client-go's Watch decodes it.
+			// The body tells, not the Content-Type: Request.Stream, which
+			// keeps client-go's retries, throttling, warnings and error
+			// statuses, returns the body without the response's headers
+			// (Request.Watch reads them, but decodes through the copies
+			// this decoder avoids).
 			codecs := scheme.Codecs.WithoutConversion()
 			info, ok := kruntime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), kruntime.ContentTypeJSON)
 			if !ok || info.StreamSerializer == nil {

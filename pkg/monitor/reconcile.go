@@ -50,6 +50,11 @@ type ReconcileOptions struct {
 	Metadata metadata.Interface
 	// OnEvent is called for every event recorded (see Options.OnEvent).
 	OnEvent func(store.Event)
+	// Scopes, when not nil, are the store's LiveScopes read by the caller
+	// at ScopesAt, which is then when the pass begins: Reconcile does not
+	// read them again (a scan of every record: 0.6–1.5 s at 100,000).
+	Scopes   []store.Scope
+	ScopesAt time.Time
 }
 
 // Reconcile is one reconcile pass over every non-terminal record of
@@ -85,7 +90,13 @@ func Reconcile(ctx context.Context, c kubernetes.Interface, st *store.Store, o R
 	if o.ClusterWide <= 0 {
 		o.ClusterWide = DefaultClusterWide
 	}
-	r := &reconciler{c: c, st: st, o: o, started: time.Now(), notes: map[types.UID]*podNote{}, seen: map[string]*keySet{}}
+	started := time.Now()
+	if o.Scopes != nil && !o.ScopesAt.IsZero() {
+		started = o.ScopesAt
+	} else {
+		o.Scopes = nil
+	}
+	r := &reconciler{c: c, st: st, o: o, started: started, notes: map[types.UID]*podNote{}, seen: map[string]*keySet{}}
 	if o.Metadata != nil {
 		r.meta = metadataLister(o.Metadata, o.SyncTimeout)
 	} else {
@@ -204,9 +215,12 @@ func keyHash(kind, ns, name string) uint64 {
 }
 
 func (r *reconciler) run(ctx context.Context) error {
-	scopes, err := r.st.LiveScopes(ctx)
-	if err != nil {
-		return fmt.Errorf("monitor: %w", err)
+	scopes := r.o.Scopes
+	if scopes == nil {
+		var err error
+		if scopes, err = r.st.LiveScopes(ctx); err != nil {
+			return fmt.Errorf("monitor: %w", err)
+		}
 	}
 	nsOf := map[string]map[string]bool{} // kind -> namespaces
 	want := map[string]int{}             // kind -> records live at the start
@@ -239,7 +253,7 @@ func (r *reconciler) run(ctx context.Context) error {
 	podScopes := slices.Sorted(maps.Keys(all))
 
 	reg := trace.StartRegion(ctx, "reconcile pods")
-	err = r.each(ctx, kindPod, podScopes, clusterWide, r.addPod)
+	err := r.each(ctx, kindPod, podScopes, clusterWide, r.addPod)
 	reg.End()
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -375,5 +376,44 @@ func TestReconcileReplicaSets(t *testing.T) {
 				t.Errorf("%d ReplicaSet lists with no pod of a ReplicaSet, want none", reads)
 			}
 		})
+	}
+}
+
+// TestReconcileGivenScopes: the scopes a caller read (ReconcileOptions.Scopes)
+// are not read again (a scan of every record): only their kinds are
+// streamed, and the pass begins when they were read, so a record made after
+// that is left alone even when its object is not streamed.
+func TestReconcileGivenScopes(t *testing.T) {
+	st := newStore(t)
+	task, web, late := jobID("ns", "task"), deployID("ns", "web"), jobID("ns", "late")
+	record(t, st, task, "u-task", store.StateCreated)
+	record(t, st, web, "u-web", store.StateCreated)
+	client := fake.NewClientset(job("ns", "task", "u-task", batchv1.JobStatus{Active: 1, Ready: ptr.To(int32(1))}),
+		deployment("ns", "web", "u-web", 1, appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1}))
+	at := time.Now()
+	scopes, err := st.LiveScopes(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []store.Scope
+	for _, sc := range scopes {
+		if sc.Kind == runtimeid.KindJob {
+			jobs = append(jobs, sc)
+		}
+	}
+	time.Sleep(2 * time.Millisecond) // the store's clock: late is made after at
+	record(t, st, late, "u-late", store.StateCreated)
+	_, err = Reconcile(t.Context(), client, st, ReconcileOptions{Owner: owner("a"), Runtimes: []string{runtimeid.RuntimeK8s},
+		Scopes: jobs, ScopesAt: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]store.State{"task": state(t, st, task), "web": state(t, st, web), "late": state(t, st, late)}
+	want := map[string]store.State{"task": store.StateRunning, "web": store.StateCreated, "late": store.StateCreated}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("states (-want +got):\n%s", d)
+	}
+	if n := count(client)["list deployments"]; n != 0 {
+		t.Errorf("%d lists of deployments, want none: the scopes given name jobs only", n)
 	}
 }
