@@ -69,3 +69,38 @@ func TestReleaseByPrimaryKey(t *testing.T) {
 		t.Errorf("release does not search leases by runtime_id: plan %q", plan)
 	}
 }
+
+// TestCheckpointRestartsWAL checks that a Checkpoint copies the WAL and
+// that the next write starts the WAL over: a process that checkpoints in
+// the background keeps the WAL short, so SQLite's automatic checkpoint (at
+// wal_autocheckpoint frames of WAL) does not run in its commits.
+func TestCheckpointRestartsWAL(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	host, _ := os.Hostname()
+	me := Owner{ID: "me", PID: os.Getpid(), Host: host}
+	write := func(n int) {
+		for i := range n {
+			if _, err := s.AcquireLeases(ctx, me, []string{fmt.Sprintf("id-%d", i)}, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write(50)
+	r, err := s.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Busy || r.Log == 0 || r.Checkpointed != r.Log {
+		t.Fatalf("first checkpoint = %+v, want every frame of a non-empty WAL copied", r)
+	}
+	before := r.Log
+	write(1)
+	r, err = s.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Log >= before || r.Checkpointed != r.Log {
+		t.Errorf("after one more write the WAL has %d frames (%+v), want fewer than the %d before: it did not start over", r.Log, r, before)
+	}
+}
