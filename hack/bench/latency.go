@@ -14,6 +14,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
@@ -142,9 +143,20 @@ func (s *scale) measureLatency(ctx context.Context) (*latencyResult, error) {
 func (s *scale) deleteLatencyJobs(ctx context.Context) error {
 	c := s.cl.client
 	ns := s.load.namespaces()[0]
+	// One DELETE a job: a DeleteCollection of the 1,000 jobs outlived the API server's request
+	// timeout on a loaded machine (stream error, INTERNAL_ERROR).
+	jobs, err := c.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: labelLatency})
+	if err != nil {
+		return err
+	}
 	bg := metav1.DeletePropagationBackground
-	if err := c.BatchV1().Jobs(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &bg},
-		metav1.ListOptions{LabelSelector: labelLatency}); err != nil {
+	if err := parallel(ctx, len(jobs.Items), func(i int) error {
+		err := c.BatchV1().Jobs(ns).Delete(ctx, jobs.Items[i].Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}); err != nil {
 		return fmt.Errorf("delete the latency jobs: %w", err)
 	}
 	deadline := time.Now().Add(10 * time.Minute)
