@@ -14,6 +14,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
@@ -73,9 +74,118 @@ type seenJob struct {
 	cond, watch time.Time
 }
 
-// measureLatency releases o.latencyJobs held jobs within about 5 s while `monitor --all` runs, and
-// `kubectl wait --for=condition=complete` side by side.
+// Environment of the latency phase for an A/B by hand (the report shows the last run of -plugin;
+// each run logs a summary line "latency run"):
+//   - latencyRepsEnv: the phase runs this many times (default 1), each with 1,000 new held jobs
+//     (the last run's are deleted first) and a fresh copy of the database;
+//   - latencyAltEnv: comma-separated other plugin binaries; each run of -plugin is followed by
+//     one run of each of them, alone (not side by side as -latency-baseline): A, B, A, B, ...
+const (
+	latencyRepsEnv = "GOBRAVE_BENCH_LATENCY_REPS"
+	latencyAltEnv  = "GOBRAVE_BENCH_LATENCY_ALT"
+)
+
+// measureLatency runs the latency phase (measureLatencyOnce) as latencyRepsEnv and latencyAltEnv
+// ask; the result is the last run of -plugin.
 func (s *scale) measureLatency(ctx context.Context) (*latencyResult, error) {
+	reps := 1
+	if v := os.Getenv(latencyRepsEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s=%q: want a positive number", latencyRepsEnv, v)
+		}
+		reps = n
+	}
+	plugins := []string{s.o.plugin}
+	if v := os.Getenv(latencyAltEnv); v != "" {
+		for _, p := range strings.Split(v, ",") {
+			p, err := filepath.Abs(p)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := os.Stat(p); err != nil {
+				return nil, err
+			}
+			plugins = append(plugins, p)
+		}
+	}
+	var res *latencyResult
+	run := 0
+	for r := range reps {
+		for _, p := range plugins {
+			if run > 0 {
+				if err := s.deleteLatencyJobs(ctx); err != nil {
+					return res, err
+				}
+			}
+			run++
+			lr, err := s.measureLatencyOnce(ctx, p, fmt.Sprintf("run-%d", run))
+			if lr != nil {
+				t := lr.trace
+				logf("N=%d latency run %d (rep %d) %s: latwatch→line p50 %s p99 %s max %s; latwatch→row p50 %s p99 %s max %s; writer wait p99 %s max %s, commit p99 %s max %s, %d batches; monitor CPU %.1f s; load %.1f",
+					s.n, run, r+1, filepath.Base(p), ms3(lr.lineFromWatch.p50), ms3(lr.lineFromWatch.p99), ms3(lr.lineFromWatch.maxd),
+					ms3(lr.rowFromWatch.p50), ms3(lr.rowFromWatch.p99), ms3(lr.rowFromWatch.maxd),
+					ms3(t.waited.p99), ms3(t.waited.maxd), ms3(t.commit.p99), ms3(t.commit.maxd), t.batches, lr.monitor.CPU.Seconds(), lr.monitor.Load)
+			}
+			if err != nil {
+				return lr, err
+			}
+			if p == s.o.plugin {
+				res = lr
+			}
+		}
+	}
+	return res, nil
+}
+
+// deleteLatencyJobs removes the held jobs of the last latency run and waits until their pods are
+// gone, so that the next run creates them again under the same names.
+func (s *scale) deleteLatencyJobs(ctx context.Context) error {
+	c := s.cl.client
+	ns := s.load.namespaces()[0]
+	// One DELETE a job: a DeleteCollection of the 1,000 jobs outlived the API server's request
+	// timeout on a loaded machine (stream error, INTERNAL_ERROR).
+	jobs, err := c.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: labelLatency})
+	if err != nil {
+		return err
+	}
+	bg := metav1.DeletePropagationBackground
+	if err := parallel(ctx, len(jobs.Items), func(i int) error {
+		err := c.BatchV1().Jobs(ns).Delete(ctx, jobs.Items[i].Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}); err != nil {
+		return fmt.Errorf("delete the latency jobs: %w", err)
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		jobs, err := c.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: labelLatency})
+		if err != nil {
+			return err
+		}
+		pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labelLatency})
+		if err != nil {
+			return err
+		}
+		if len(jobs.Items) == 0 && len(pods.Items) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("latency jobs not gone after 10 minutes: %d jobs, %d pods", len(jobs.Items), len(pods.Items))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// measureLatencyOnce releases o.latencyJobs held jobs within about 5 s while `monitor --all` of
+// plugin runs, and `kubectl wait --for=condition=complete` side by side.
+func (s *scale) measureLatencyOnce(ctx context.Context, plugin, runName string) (*latencyResult, error) {
 	L := s.o.latencyJobs
 	c := s.cl.client
 	res := &latencyResult{jobs: L}
@@ -159,7 +269,7 @@ func (s *scale) measureLatency(ctx context.Context) (*latencyResult, error) {
 	}
 	mctx, mcancel := context.WithCancel(ctx)
 	want := s.n + L
-	mons := []*latMonitor{{plugin: s.o.plugin, db: db, ua: pluginUA}}
+	mons := []*latMonitor{{plugin: plugin, db: db, ua: pluginUA}}
 	if s.o.latencyBaseline != "" {
 		db2, err := s.dbCopy()
 		if err != nil {
@@ -324,7 +434,7 @@ func (s *scale) measureLatency(ctx context.Context) (*latencyResult, error) {
 	}
 	res.completions = lastSeen.Sub(firstSeen)
 	if dir := os.Getenv(latencyDumpEnv); dir != "" {
-		if err := dumpLatency(dir, ids, seen, seenIn, row, mons); err != nil {
+		if err := dumpLatency(filepath.Join(dir, runName), ids, seen, seenIn, row, mons); err != nil {
 			logf("N=%d latency: %s: %v", s.n, latencyDumpEnv, err)
 		}
 	}

@@ -253,6 +253,14 @@ func (s *Store) RenewLeases(ctx context.Context, o Owner) error {
 	}
 }
 
+// releaseIDsQuery deletes the leases of a JSON array of IDs held by an
+// owner. It finds them by runtime_id (the primary key); "+owner" keeps
+// SQLite from choosing the owner index instead, which it did: a release of
+// one ID then read every lease of the owner (86 ms at 100,000 leases), in a
+// write transaction that the monitor's writer waited for after each batch
+// that finished an ID.
+const releaseIDsQuery = "DELETE FROM leases WHERE runtime_id IN (SELECT value FROM json_each(?)) AND +owner = ?"
+
 // ReleaseLeases gives up o's leases of ids, or all of o's leases when no ID
 // is given. Leases held by other owners are left alone.
 func (s *Store) ReleaseLeases(ctx context.Context, o Owner, ids ...string) error {
@@ -268,8 +276,7 @@ func (s *Store) ReleaseLeases(ctx context.Context, o Owner, ids ...string) error
 		if err != nil {
 			return err
 		}
-		q += " AND runtime_id IN (SELECT value FROM json_each(?))"
-		args = append(args, list)
+		q, args = releaseIDsQuery, []any{list, o.ID}
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, q, args...)
