@@ -126,4 +126,3 @@ func TestRelistAfterExpiredWatchRecordsDeleted(t *testing.T) {
 		}
 	}
 }
-
