@@ -69,7 +69,11 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 	inf := &informer{namespace: fns, kind: kind, stop: stop}
 	inf.ws = newWstore(kind, inf.transform, m.keyFor(kind), func(obj any, deleted bool) { m.onObject(kind, obj, deleted) })
 	denied, onErr := watchErrorHandler(inf)
-	lw, typ := workloadListWatch(m.client, kind, fns)
+	lw, typ, err := workloadListWatch(m.client, inf.ws, kind, fns, m.opts.SyncTimeout)
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("monitor: set up the %s informer: %w", kind, err)
+	}
 	ctrl := cache.New(&cache.Config{
 		Queue:                        inf.ws,
 		ListerWatcher:                lw,

@@ -497,6 +497,9 @@ func (m *Monitor) control(ctx context.Context, heartbeat <-chan time.Time, write
 				return false, r.err
 			}
 			r.inf.synced = true
+			if v := klog.V(traceLevel); v.Enabled() {
+				v.InfoS("monitor: informer synced", "kind", r.inf.kind, "namespace", r.inf.namespace, "objects", r.inf.ws.len())
+			}
 			m.snapshotAll(ctx, r.inf)
 		case err := <-writerDone:
 			if err == nil {

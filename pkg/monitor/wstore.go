@@ -4,14 +4,19 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
+	"k8s.io/utils/ptr"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 )
@@ -66,6 +71,9 @@ type wstore struct {
 	items map[string]*wentry
 	whole map[string]any // objects the transform could not compact (none in practice)
 	gen   uint8          // of the last Replace
+	// streamed: the last list was streamList's, whose objects are stored
+	// already (with gen): the Replace that follows only sweeps.
+	streamed bool
 
 	synced     chan struct{} // closed at the first Replace
 	syncedOnce sync.Once
@@ -211,7 +219,13 @@ func (s *wstore) Delete(obj any) error {
 // gone while the watch was down.
 func (s *wstore) Replace(list []any, _ string) error {
 	s.mu.Lock()
-	s.gen++
+	if s.streamed {
+		// The objects came through streamList, which stored them
+		// marked with this generation: list is empty.
+		s.streamed = false
+	} else {
+		s.gen++
+	}
 	gen := s.gen
 	s.mu.Unlock()
 	for i, obj := range list {
@@ -312,34 +326,135 @@ func (c syncedChecker) Name() string          { return c.s.kind + " informer" }
 func (c syncedChecker) Done() <-chan struct{} { return c.s.synced }
 
 // workloadListWatch is the label-filtered list and watch of kind in ns
-// ("" all), as client-go's generated informers make it.
-func workloadListWatch(c kubernetes.Interface, kind, ns string) (cache.ListerWatcher, kruntime.Object) {
-	tweak := func(o metav1.ListOptions) metav1.ListOptions { o.LabelSelector = WorkloadLabel; return o }
-	var lw *cache.ListWatch
+// ("" all) for s's reflector. Its list streams (streamList) where the
+// client streams lists: the reflector then gets an empty list with the
+// stream's resource version, and never gathers the objects itself (its
+// own watch-list keeps every object of the list in a store of its own
+// until the end, then hands them all to Replace); where the client does
+// not (fake clientsets) or the server refuses, it is the typed list.
+func workloadListWatch(c kubernetes.Interface, s *wstore, kind, ns string, idle time.Duration) (cache.ListerWatcher, kruntime.Object, error) {
+	l, err := listerFor(c, kind, ns)
+	if err != nil {
+		return nil, nil, err
+	}
+	streams := !watchlist.DoesClientNotSupportWatchListSemantics(c)
+	var list func(context.Context, metav1.ListOptions) (kruntime.Object, error)
+	var watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)
 	var typ kruntime.Object
+	var empty func(rv string) kruntime.Object
 	switch kind {
 	case runtimeid.KindDeployment:
 		r := c.AppsV1().Deployments(ns)
 		typ = &appsv1.Deployment{}
-		lw = &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) {
-				return r.List(ctx, tweak(o))
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return r.Watch(ctx, tweak(o))
-			},
+		list = func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) { return r.List(ctx, o) }
+		watchFn = r.Watch
+		empty = func(rv string) kruntime.Object {
+			return &appsv1.DeploymentList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
 		}
 	default:
 		r := c.BatchV1().Jobs(ns)
 		typ = &batchv1.Job{}
-		lw = &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) {
-				return r.List(ctx, tweak(o))
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return r.Watch(ctx, tweak(o))
-			},
+		list = func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) { return r.List(ctx, o) }
+		watchFn = r.Watch
+		empty = func(rv string) kruntime.Object {
+			return &batchv1.JobList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
 		}
 	}
-	return cache.ToListWatcherWithWatchListSemantics(lw, c), typ
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) {
+			if streams {
+				rv, n, err := s.streamList(ctx, l, idle)
+				if err == nil {
+					return empty(rv), nil
+				}
+				if n > 0 || !(apierrors.IsBadRequest(err) || apierrors.IsInvalid(err) || apierrors.IsMethodNotSupported(err)) {
+					return nil, err
+				}
+			}
+			o.LabelSelector = WorkloadLabel
+			return list(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = WorkloadLabel
+			return watchFn(ctx, o)
+		},
+	}
+	// The reflector lists (through lw), never a watch-list of its own.
+	return cache.ToListWatcherWithWatchListSemantics(lw, noWatchList{}), typ, nil
+}
+
+// noWatchList makes a reflector list instead of its own watch-list.
+type noWatchList struct{}
+
+func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+
+// streamList streams the labelled objects of l through one watch-list
+// request and stores each as it arrives, marked with a new generation (the
+// Replace that follows sweeps the rest); once synced, each is reported as
+// it is stored (a relist). It returns the resource version of the end of
+// the initial events and how many objects came. idle bounds the wait for
+// the answer and for each object.
+func (s *wstore) streamList(ctx context.Context, l lister, idle time.Duration) (rv string, n int, err error) {
+	quiet := &idleError{idle: idle}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := time.AfterFunc(idle, func() { cancel(quiet) })
+	defer timer.Stop()
+	w, err := l.watch(ctx, metav1.ListOptions{
+		LabelSelector:        WorkloadLabel,
+		SendInitialEvents:    ptr.To(true),
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		AllowWatchBookmarks:  true,
+	})
+	if err != nil {
+		if context.Cause(ctx) == quiet {
+			return "", 0, quiet
+		}
+		return "", 0, err
+	}
+	defer w.Stop()
+	s.mu.Lock()
+	s.gen++
+	s.streamed = false
+	s.mu.Unlock()
+	synced := s.isSynced()
+	for {
+		select {
+		case <-ctx.Done():
+			return "", n, context.Cause(ctx)
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				if context.Cause(ctx) == quiet {
+					return "", n, quiet
+				}
+				return "", n, errNoBookmark
+			}
+			timer.Reset(idle)
+			switch ev.Type {
+			case watch.Added, watch.Modified:
+				n++
+				t, ns, name, ok, err := s.transformed(ev.Object)
+				if err != nil {
+					return "", n, err
+				}
+				if !ok {
+					continue
+				}
+				s.store(t, ns, name)
+				if synced {
+					s.onEvent(t, false)
+				}
+			case watch.Bookmark:
+				m, err := meta.Accessor(ev.Object)
+				if err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+					s.mu.Lock()
+					s.streamed = true
+					s.mu.Unlock()
+					return m.GetResourceVersion(), n, nil
+				}
+			case watch.Error:
+				return "", n, apierrors.FromObject(ev.Object)
+			}
+		}
+	}
 }
