@@ -7,6 +7,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
@@ -124,5 +125,58 @@ func TestRelistAfterExpiredWatchRecordsDeleted(t *testing.T) {
 		case <-deadline:
 			t.Fatal("task-b, deleted while the watch was down, was not recorded ContainerDeleted after the relist")
 		}
+	}
+}
+
+// TestWstoreStreamList: a relist that streams stores and reports each
+// object as it arrives and returns the bookmark's resource version; the
+// Replace the reflector makes then (with no objects) only sweeps: the
+// object not streamed is reported deleted.
+func TestWstoreStreamList(t *testing.T) {
+	type ev struct {
+		name    string
+		deleted bool
+	}
+	var got []ev
+	s := newWstore("job", compact, func(ns, name string) string { return ns + "|job|" + name }, func(obj any, deleted bool) {
+		_, name, _, _ := identity(obj)
+		got = append(got, ev{name, deleted})
+	})
+	running := batchv1.JobStatus{Active: 1}
+	if err := s.Replace([]any{job("ns", "a", "ua", running), job("ns", "b", "ub", running)}, "1"); err != nil {
+		t.Fatal(err)
+	}
+	w := watch.NewFakeWithChanSize(4, false)
+	w.Add(job("ns", "a", "ua", running))
+	w.Add(job("ns", "c", "uc", running))
+	w.Action(watch.Bookmark, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "7",
+		Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}})
+	var opts metav1.ListOptions
+	l := lister{watch: func(_ context.Context, o metav1.ListOptions) (watch.Interface, error) { opts = o; return w, nil }}
+	rv, n, err := s.streamList(t.Context(), l, 10*time.Second)
+	if err != nil || rv != "7" || n != 2 {
+		t.Fatalf("streamList: rv %q, %d objects, %v; want 7, 2, nil", rv, n, err)
+	}
+	if opts.SendInitialEvents == nil || !*opts.SendInitialEvents || opts.LabelSelector != WorkloadLabel {
+		t.Errorf("watch options %+v, want a label-filtered watch-list", opts)
+	}
+	if len(got) != 2 || got[0] != (ev{"a", false}) || got[1] != (ev{"c", false}) {
+		t.Fatalf("events while streaming %v, want a and c", got)
+	}
+	if err := s.Replace(nil, rv); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[2] != (ev{"b", true}) {
+		t.Errorf("events after Replace %v, want b deleted", got[2:])
+	}
+	if s.len() != 2 {
+		t.Errorf("%d held, want 2 (a, c)", s.len())
+	}
+	// A typed list after it (a server refusing watch-lists) sweeps as well.
+	if err := s.Replace([]any{job("ns", "c", "uc", running)}, "8"); err != nil {
+		t.Fatal(err)
+	}
+	if last := got[len(got)-1]; last != (ev{"a", true}) || s.len() != 1 {
+		t.Errorf("after a typed relist: last event %v, %d held; want a deleted, 1", last, s.len())
 	}
 }
