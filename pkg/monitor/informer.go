@@ -10,7 +10,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +17,6 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/informers"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
-	batchinformers "k8s.io/client-go/informers/batch/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -61,44 +59,34 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 	if err := m.podInformersFor(ctx, f, fns, kind); err != nil {
 		return nil, fmt.Errorf("monitor: set up the pod informers: %w", err)
 	}
-	si := informerOf(f, kind, fns)
+	// Not a shared informer: a reflector (cache.Controller) fills the
+	// Monitor's own store (wstore), which keeps per object its UID and
+	// observation, and reports each change itself. The objects of the
+	// initial list are not mapped as they arrive: every watched
+	// subscription the informer serves is checked in the synced store
+	// right after (snapshotAll), at the writer's pace.
 	infCtx, stop := context.WithCancel(ctx)
-	inf := &informer{namespace: fns, kind: kind, inf: si, stop: stop}
-	if err := si.SetTransform(inf.transform); err != nil {
-		return nil, fmt.Errorf("monitor: set up the %s informer: %w", kind, err)
-	}
-
-	denied, err := watchErrors(si, inf)
+	inf := &informer{namespace: fns, kind: kind, stop: stop}
+	inf.ws = newWstore(kind, inf.transform, m.keyFor(kind), func(obj any, deleted bool) { m.onObject(kind, obj, deleted) })
+	denied, onErr := watchErrorHandler(inf)
+	lw, typ, err := workloadListWatch(m.client, inf.ws, kind, fns, m.opts.SyncTimeout)
 	if err != nil {
+		stop()
 		return nil, fmt.Errorf("monitor: set up the %s informer: %w", kind, err)
 	}
-	// Each handled object is progress too (waitSynced): the handlers wait
-	// for the writer (enqueueWait), and the sync waits for the handlers.
-	// The objects of the initial list are not mapped here: every watched
-	// subscription the informer serves is checked in the synced cache
-	// right after (snapshotAll), at the writer's pace. Mapped here, they
-	// waited for the writer inside client-go's handler, whose listener
-	// then buffered the notification of every object still to come (an
-	// unbounded ring of the shared informer: ~110 bytes an object of
-	// peak heap during the sync, which ends only once the writer has
-	// recorded them all).
-	inf.reg, err = si.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, initial bool) {
-			inf.touch()
-			if !initial {
-				m.onObject(kind, obj, false)
-			}
-		},
-		UpdateFunc: func(_, obj any) { inf.touch(); m.onObject(kind, obj, false) },
-		DeleteFunc: func(obj any) { inf.touch(); m.onObject(kind, obj, true) },
+	ctrl := cache.New(&cache.Config{
+		Queue:                        inf.ws,
+		ListerWatcher:                lw,
+		ObjectType:                   typ,
+		Process:                      func(any, bool) error { return nil },
+		WatchErrorHandlerWithContext: onErr,
 	})
-	if err != nil {
-		return nil, fmt.Errorf("monitor: set up the %s informer: %w", kind, err)
-	}
 	m.informers[ik] = inf
-	// Started alone (the factory starts only the informers not started
-	// yet), with its own stop: narrow stops a cluster-wide one.
-	f.Start(infCtx.Done())
+	m.ctrls.Add(1)
+	go func() {
+		defer m.ctrls.Done()
+		ctrl.RunWithContext(infCtx)
+	}()
 
 	m.bg.Add(1)
 	go func() {
@@ -112,24 +100,15 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 	return inf, nil
 }
 
-// informerOf is factory f's informer of kind (a workload kind, pod or
-// replicaset) in namespace ns ("" all), label-filtered, with no index: the
-// factory's default one, by namespace, is a set of every key (about 90
-// bytes an object) that nothing here reads. Pods and ReplicaSets get the
-// byWorkload index (podInformersFor).
+// informerOf is factory f's informer of kind (pod or replicaset) in
+// namespace ns ("" all), label-filtered, with no index: the factory's
+// default one, by namespace, is a set of every key (about 90 bytes an
+// object) that nothing here reads. They get the byWorkload index
+// (podInformersFor). The workload kinds have no shared informer (wstore).
 func informerOf(f informers.SharedInformerFactory, kind, ns string) cache.SharedIndexInformer {
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = WorkloadLabel }
 	none := cache.Indexers{}
-	switch kind {
-	case runtimeid.KindDeployment:
-		return f.InformerFor(&appsv1.Deployment{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-			return appsinformers.NewFilteredDeploymentInformer(c, ns, resync, none, tweak)
-		})
-	case runtimeid.KindJob:
-		return f.InformerFor(&batchv1.Job{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-			return batchinformers.NewFilteredJobInformer(c, ns, resync, none, tweak)
-		})
-	case kindReplicaSet:
+	if kind == kindReplicaSet {
 		return f.InformerFor(&appsv1.ReplicaSet{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 			return appsinformers.NewFilteredReplicaSetInformer(c, ns, resync, none, tweak)
 		})
@@ -184,8 +163,14 @@ func (m *Monitor) narrow(ctx context.Context, inf *informer) error {
 // refusal by RBAC on the returned channel: the reflector would retry it for
 // ever, and Run must fail fast instead.
 func watchErrors(si cache.SharedIndexInformer, inf *informer) (<-chan error, error) {
+	denied, handler := watchErrorHandler(inf)
+	return denied, si.SetWatchErrorHandlerWithContext(handler)
+}
+
+// watchErrorHandler is watchErrors' handler, for a reflector of inf.
+func watchErrorHandler(inf *informer) (<-chan error, cache.WatchErrorHandlerWithContext) {
 	denied := make(chan error, 1)
-	err := si.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+	return denied, func(ctx context.Context, r *cache.Reflector, err error) {
 		inf.setLastErr(err)
 		if isDenied(err) {
 			select {
@@ -195,8 +180,23 @@ func watchErrors(si cache.SharedIndexInformer, inf *informer) (<-chan error, err
 			return
 		}
 		cache.DefaultWatchErrorHandler(ctx, r, err)
-	})
-	return denied, err
+	}
+}
+
+// keyFor is the key of a wstore of kind for namespace/name: the substring
+// of a subscription's ID when one has that object (no string of its own),
+// else a new string.
+func (m *Monitor) keyFor(kind string) func(ns, name string) string {
+	return func(ns, name string) string {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for _, rt := range m.runtimes {
+			if sub := m.lookupLocked(rt, ns, kind, name); sub != nil {
+				return sub.id[len(rt)+1:]
+			}
+		}
+		return ns + "|" + kind + "|" + name
+	}
 }
 
 // waitSynced waits for the informer's cache to sync, for as long as its
@@ -224,9 +224,14 @@ func (m *Monitor) waitSynced(ctx context.Context, inf *informer, denied <-chan e
 	// The handler's sync, not only the cache's: its initial events have
 	// been handled (the workload informers' skipped: snapshotAll, which
 	// runs next, observes them from the cache; the pod informers' mapped).
-	synced := inf.inf.HasSyncedChecker().Done()
-	if inf.reg != nil {
+	var synced <-chan struct{}
+	switch {
+	case inf.ws != nil:
+		synced = inf.ws.synced
+	case inf.reg != nil:
 		synced = inf.reg.HasSyncedChecker().Done()
+	default:
+		synced = inf.inf.HasSyncedChecker().Done()
 	}
 	for {
 		select {
@@ -410,7 +415,7 @@ func (m *Monitor) snapshot(_ context.Context, inf *informer, sub *subscription) 
 // snapshotWith is snapshot, handing the items to enqueue.
 func (m *Monitor) snapshotWith(inf *informer, sub *subscription, enqueue func(...item)) {
 	ns, _, name := sub.parts()
-	obj, exists, err := inf.inf.GetIndexer().GetByKey(ns + "/" + name)
+	obj, exists := inf.ws.get(ns, name)
 	now := time.Now()
 	m.mu.Lock()
 	if m.subs[sub.id] != sub || !sub.has(flagWatched) || sub.has(flagSnapshotted) {
@@ -418,7 +423,7 @@ func (m *Monitor) snapshotWith(inf *informer, sub *subscription, enqueue func(..
 		return
 	}
 	sub.set(flagSnapshotted, true)
-	if err == nil && exists {
+	if exists {
 		items := m.observeLocked(sub, obj, false, now)
 		m.mu.Unlock()
 		enqueue(items...)

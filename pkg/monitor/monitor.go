@@ -145,6 +145,7 @@ type Monitor struct {
 	narrowed    map[string]bool                            // kinds whose cluster-wide informer RBAC refused
 	factories   map[string]informers.SharedInformerFactory // by namespace, "" cluster-wide
 	informers   map[string]*informer                       // by factory namespace|kind (pod and replicaset too)
+	ctrls       sync.WaitGroup                             // the workload informers' controllers (wstore)
 	syncCh      chan syncResult
 	bg          sync.WaitGroup
 	sem         chan struct{}
@@ -496,6 +497,9 @@ func (m *Monitor) control(ctx context.Context, heartbeat <-chan time.Time, write
 				return false, r.err
 			}
 			r.inf.synced = true
+			if v := klog.V(traceLevel); v.Enabled() {
+				v.InfoS("monitor: informer synced", "kind", r.inf.kind, "namespace", r.inf.namespace, "objects", r.inf.ws.len())
+			}
 			m.snapshotAll(ctx, r.inf)
 		case err := <-writerDone:
 			if err == nil {
@@ -867,6 +871,7 @@ func (m *Monitor) shutdownInformers() {
 		for _, f := range m.factories {
 			f.Shutdown()
 		}
+		m.ctrls.Wait()
 	}()
 	timer := time.NewTimer(informerShutdownWait)
 	defer timer.Stop()
@@ -876,11 +881,13 @@ func (m *Monitor) shutdownInformers() {
 	}
 }
 
-// informer is one started shared informer (a kind in a namespace, or in all).
+// informer is one started informer (a kind in a namespace, or in all): a
+// workload kind's wstore, or a pod or ReplicaSet shared informer.
 type informer struct {
 	namespace string // "" for all namespaces
 	kind      string
-	inf       cache.SharedIndexInformer
+	inf       cache.SharedIndexInformer              // a pod or ReplicaSet informer's
+	ws        *wstore                                // a workload informer's store and event source
 	reg       cache.ResourceEventHandlerRegistration // the Monitor's handler
 	stop      context.CancelFunc                     // stops this informer alone
 	synced    bool                                   // set by the control loop

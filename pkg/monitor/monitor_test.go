@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -769,14 +770,32 @@ func TestCacheHoldsObservations(t *testing.T) {
 	if inf == nil {
 		t.Fatal("no job informer for namespace ns")
 	}
-	items := inf.inf.GetStore().List()
-	if len(items) != 1 {
-		t.Fatalf("%d cached objects, want 1", len(items))
+	if n := inf.ws.len(); n != 1 {
+		t.Fatalf("%d cached objects, want 1", n)
 	}
-	// What the mapping needs, not the object: its identity and observation.
-	cached, ok := items[0].(*compacted)
+	// What the mapping needs, not the object: its UID and observation,
+	// under a key that is the subscription's ID's own substring.
+	var key string
+	var entry *wentry
+	for k, e := range inf.ws.items {
+		key, entry = k, e
+	}
+	if key != "ns|job|task" || entry.uid != "u1" {
+		t.Errorf("cached %q, UID %q; want ns|job|task, u1", key, entry.uid)
+	}
+	m.mu.Lock()
+	sub := m.subs[id.String()]
+	m.mu.Unlock()
+	if sub == nil || unsafe.StringData(key) != unsafe.StringData(sub.id[len(id.Runtime)+1:]) {
+		t.Errorf("the cache's key is a string of its own, not a substring of the subscription's ID")
+	}
+	got, ok := inf.ws.get("ns", "task")
 	if !ok {
-		t.Fatalf("cached %T, want the compacted observation", items[0])
+		t.Fatal("get ns/task: not held")
+	}
+	cached, ok := got.(*compacted)
+	if !ok {
+		t.Fatalf("cached %T, want the compacted observation", got)
 	}
 	if got := [3]string{cached.name, cached.namespace, cached.uid}; got != [3]string{"task", "ns", "u1"} {
 		t.Errorf("cached identity %q, want task, ns, u1", got)

@@ -1,0 +1,460 @@
+package monitor
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
+	"k8s.io/utils/ptr"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
+)
+
+// wentry is what a workload informer keeps of one object: its UID and its
+// observation, encoded as compacted encodes it. Its namespace and name are
+// in its key; no resource version (the reflector tracks its own). 48
+// bytes and the UID string, which the object's subscription shares.
+type wentry struct {
+	uid               string
+	text              *obsText
+	started, finished int64
+	exitCode          int32
+	typ, flags        uint8
+	gen               uint8 // the Replace that last stored it (wstore.Replace)
+}
+
+// entryOf is the entry of c.
+func entryOf(c *compacted) wentry {
+	return wentry{uid: c.uid, text: c.text, started: c.started, finished: c.finished, exitCode: c.exitCode, typ: c.typ, flags: c.flags}
+}
+
+// view is e as the handlers and snapshots read an object (a compacted).
+func (e *wentry) view(ns, name string) *compacted {
+	return &compacted{name: name, namespace: ns, uid: e.uid, text: e.text, started: e.started, finished: e.finished,
+		exitCode: e.exitCode, typ: e.typ, flags: e.flags}
+}
+
+// wstore is the cache of a workload informer (one kind in one scope) and
+// its event source: the store a cache.Reflector fills (through
+// cache.Controller, which owns the reflector's retries, relists after an
+// expired watch and error handler), in place of a shared informer's
+// DeltaFIFO, indexer and notification buffers. It keeps one wentry per
+// object, keyed "namespace|kind|name": for an object with a subscription,
+// that key is a substring of the subscription's ID (keyFor), not a string
+// of its own.
+//
+// After the first Replace (the initial list) has filled it, each Add,
+// Update and Delete calls onEvent; a later Replace (a relist: the watch
+// expired, or broke) calls onEvent for every object listed and, deleted,
+// for every object held that the list no longer has (gone while the watch
+// was down). Every call is on the reflector's goroutine, never under mu.
+type wstore struct {
+	kind      string
+	transform cache.TransformFunc
+	// keyFor is the key of namespace/name: the subscription's ID's
+	// substring when there is one, else a new string.
+	keyFor  func(ns, name string) string
+	onEvent func(obj any, deleted bool)
+
+	mu    sync.Mutex
+	items map[string]*wentry
+	whole map[string]any // objects the transform could not compact (none in practice)
+	gen   uint8          // of the last Replace
+	// streamed: the last list was streamList's, whose objects are stored
+	// already (with gen): the Replace that follows only sweeps.
+	streamed bool
+
+	synced     chan struct{} // closed at the first Replace
+	syncedOnce sync.Once
+	closed     chan struct{}
+	closeOnce  sync.Once
+}
+
+var (
+	_ cache.Queue             = (*wstore)(nil)
+	_ cache.TransformingStore = (*wstore)(nil)
+)
+
+func newWstore(kind string, transform cache.TransformFunc, keyFor func(ns, name string) string, onEvent func(any, bool)) *wstore {
+	return &wstore{kind: kind, transform: transform, keyFor: keyFor, onEvent: onEvent,
+		items: map[string]*wentry{}, synced: make(chan struct{}), closed: make(chan struct{})}
+}
+
+// keyBytes is the key of ns/name in buf.
+func (s *wstore) keyBytes(buf []byte, ns, name string) []byte {
+	b := append(buf[:0], ns...)
+	b = append(b, '|')
+	b = append(b, s.kind...)
+	b = append(b, '|')
+	return append(b, name...)
+}
+
+// keyParts are the namespace and name of a key.
+func keyParts(key string) (ns, name string) {
+	ns, rest, _ := strings.Cut(key, "|")
+	_, name, _ = strings.Cut(rest, "|")
+	return ns, name
+}
+
+// transformed is obj through the transform, with its namespace and name.
+func (s *wstore) transformed(obj any) (t any, ns, name string, ok bool, err error) {
+	if t, err = s.transform(obj); err != nil {
+		return nil, "", "", false, err
+	}
+	ns, name, _, ok = identity(t)
+	return t, ns, name, ok, nil
+}
+
+// setLocked stores t under the key in b: in place when it is held (the
+// key string stays the one stored), else under keyFor's key. It returns
+// false when the key is not held and t is a compacted object: the caller
+// then inserts it with insertLocked (keyFor takes the Monitor's lock,
+// which is not taken under mu).
+func (s *wstore) setLocked(b []byte, t any, gen uint8) bool {
+	c, ok := t.(*compacted)
+	if e := s.items[string(b)]; e != nil && ok {
+		*e = entryOf(c)
+		e.gen = gen
+		return true
+	}
+	if !ok {
+		delete(s.items, string(b))
+		if s.whole == nil {
+			s.whole = map[string]any{}
+		}
+		s.whole[string(b)] = t
+		return true
+	}
+	return false
+}
+
+// insertLocked stores compacted c under key, a new key.
+func (s *wstore) insertLocked(key string, c *compacted, gen uint8) {
+	e := entryOf(c)
+	e.gen = gen
+	s.items[key] = &e
+	delete(s.whole, key)
+}
+
+func (s *wstore) isSynced() bool {
+	select {
+	case <-s.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// Add and Update store the object and, once synced, report it.
+func (s *wstore) Add(obj any) error    { return s.put(obj) }
+func (s *wstore) Update(obj any) error { return s.put(obj) }
+
+func (s *wstore) put(obj any) error {
+	t, ns, name, ok, err := s.transformed(obj)
+	if err != nil || !ok {
+		return err
+	}
+	s.store(t, ns, name)
+	if s.isSynced() {
+		s.onEvent(t, false)
+	}
+	return nil
+}
+
+// store keeps t, the object ns/name transformed, marked with the current
+// generation.
+func (s *wstore) store(t any, ns, name string) {
+	var buf [192]byte
+	b := s.keyBytes(buf[:0], ns, name)
+	s.mu.Lock()
+	done := s.setLocked(b, t, s.gen)
+	s.mu.Unlock()
+	if done {
+		return
+	}
+	key := s.keyFor(ns, name)
+	s.mu.Lock()
+	s.insertLocked(key, t.(*compacted), s.gen)
+	s.mu.Unlock()
+}
+
+// Delete drops the object and, once synced, reports it deleted.
+func (s *wstore) Delete(obj any) error {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	t, ns, name, ok, err := s.transformed(obj)
+	if err != nil || !ok {
+		return err
+	}
+	var buf [192]byte
+	b := s.keyBytes(buf[:0], ns, name)
+	s.mu.Lock()
+	delete(s.items, string(b))
+	delete(s.whole, string(b))
+	s.mu.Unlock()
+	if s.isSynced() {
+		s.onEvent(t, true)
+	}
+	return nil
+}
+
+// Replace makes list the store's contents, in place: each object listed is
+// stored marked with a new generation, then every entry of an older one
+// (not in the list) is dropped. The first Replace ends the initial sync
+// (reported by synced; the handlers are not called: snapshotAll reads the
+// objects from the store); a later one (a relist: the watch expired or
+// broke) reports every object listed, and, deleted, every object dropped:
+// gone while the watch was down.
+func (s *wstore) Replace(list []any, _ string) error {
+	s.mu.Lock()
+	if s.streamed {
+		// The objects came through streamList, which stored them
+		// marked with this generation: list is empty.
+		s.streamed = false
+	} else {
+		s.gen++
+	}
+	gen := s.gen
+	s.mu.Unlock()
+	for i, obj := range list {
+		t, ns, name, ok, err := s.transformed(obj)
+		if err != nil {
+			return err
+		}
+		list[i] = nil
+		if ok {
+			list[i] = t
+			s.store(t, ns, name)
+		}
+	}
+	var gone []any
+	s.mu.Lock()
+	for k, e := range s.items {
+		if e.gen != gen {
+			ns, name := keyParts(k)
+			gone = append(gone, e.view(ns, name))
+			delete(s.items, k)
+		}
+	}
+	if s.whole != nil {
+		listed := map[any]bool{}
+		for _, t := range list {
+			if t != nil {
+				listed[t] = true
+			}
+		}
+		for k, t := range s.whole {
+			if !listed[t] {
+				gone = append(gone, t)
+				delete(s.whole, k)
+			}
+		}
+	}
+	s.mu.Unlock()
+
+	first := false
+	s.syncedOnce.Do(func() { first = true; close(s.synced) })
+	if first {
+		return nil
+	}
+	for _, t := range list {
+		if t != nil {
+			s.onEvent(t, false)
+		}
+	}
+	for _, t := range gone {
+		s.onEvent(t, true)
+	}
+	return nil
+}
+
+// get is the object held for ns/name, as the handlers read it.
+func (s *wstore) get(ns, name string) (any, bool) {
+	var buf [192]byte
+	b := s.keyBytes(buf[:0], ns, name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.items[string(b)]; ok {
+		return e.view(ns, name), true
+	}
+	t, ok := s.whole[string(b)]
+	return t, ok
+}
+
+// len is the number of objects held.
+func (s *wstore) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.items) + len(s.whole)
+}
+
+// Resync does nothing: the informers have no resync period.
+func (s *wstore) Resync() error { return nil }
+
+// Pop never hands anything out (the store reports its events itself): it
+// waits for Close.
+func (s *wstore) Pop(cache.PopProcessFunc) (any, error) {
+	<-s.closed
+	return nil, cache.ErrFIFOClosed
+}
+
+func (s *wstore) HasSynced() bool { return s.isSynced() }
+
+func (s *wstore) HasSyncedChecker() cache.DoneChecker { return syncedChecker{s} }
+
+func (s *wstore) Close() { s.closeOnce.Do(func() { close(s.closed) }) }
+
+// Transformer is the reflector's transform for the objects of a
+// watch-list, which it gathers before Replace: they wait compacted.
+func (s *wstore) Transformer() cache.TransformFunc { return s.transform }
+
+type syncedChecker struct{ s *wstore }
+
+func (c syncedChecker) Name() string          { return c.s.kind + " informer" }
+func (c syncedChecker) Done() <-chan struct{} { return c.s.synced }
+
+// workloadListWatch is the label-filtered list and watch of kind in ns
+// ("" all) for s's reflector. Its list streams (streamList) where the
+// client streams lists: the reflector then gets an empty list with the
+// stream's resource version, and never gathers the objects itself (its
+// own watch-list keeps every object of the list in a store of its own
+// until the end, then hands them all to Replace); where the client does
+// not (fake clientsets) or the server refuses, it is the typed list.
+func workloadListWatch(c kubernetes.Interface, s *wstore, kind, ns string, idle time.Duration) (cache.ListerWatcher, kruntime.Object, error) {
+	l, err := listerFor(c, kind, ns)
+	if err != nil {
+		return nil, nil, err
+	}
+	streams := !watchlist.DoesClientNotSupportWatchListSemantics(c)
+	var list func(context.Context, metav1.ListOptions) (kruntime.Object, error)
+	var watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)
+	var typ kruntime.Object
+	var empty func(rv string) kruntime.Object
+	switch kind {
+	case runtimeid.KindDeployment:
+		r := c.AppsV1().Deployments(ns)
+		typ = &appsv1.Deployment{}
+		list = func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) { return r.List(ctx, o) }
+		watchFn = r.Watch
+		empty = func(rv string) kruntime.Object {
+			return &appsv1.DeploymentList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
+		}
+	default:
+		r := c.BatchV1().Jobs(ns)
+		typ = &batchv1.Job{}
+		list = func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) { return r.List(ctx, o) }
+		watchFn = r.Watch
+		empty = func(rv string) kruntime.Object {
+			return &batchv1.JobList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
+		}
+	}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) {
+			if streams {
+				rv, n, err := s.streamList(ctx, l, idle)
+				if err == nil {
+					return empty(rv), nil
+				}
+				if n > 0 || !(apierrors.IsBadRequest(err) || apierrors.IsInvalid(err) || apierrors.IsMethodNotSupported(err)) {
+					return nil, err
+				}
+			}
+			o.LabelSelector = WorkloadLabel
+			return list(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = WorkloadLabel
+			return watchFn(ctx, o)
+		},
+	}
+	// The reflector lists (through lw), never a watch-list of its own.
+	return cache.ToListWatcherWithWatchListSemantics(lw, noWatchList{}), typ, nil
+}
+
+// noWatchList makes a reflector list instead of its own watch-list.
+type noWatchList struct{}
+
+func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+
+// streamList streams the labelled objects of l through one watch-list
+// request and stores each as it arrives, marked with a new generation (the
+// Replace that follows sweeps the rest); once synced, each is reported as
+// it is stored (a relist). It returns the resource version of the end of
+// the initial events and how many objects came. idle bounds the wait for
+// the answer and for each object.
+func (s *wstore) streamList(ctx context.Context, l lister, idle time.Duration) (rv string, n int, err error) {
+	quiet := &idleError{idle: idle}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := time.AfterFunc(idle, func() { cancel(quiet) })
+	defer timer.Stop()
+	w, err := l.watch(ctx, metav1.ListOptions{
+		LabelSelector:        WorkloadLabel,
+		SendInitialEvents:    ptr.To(true),
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		AllowWatchBookmarks:  true,
+	})
+	if err != nil {
+		if context.Cause(ctx) == quiet {
+			return "", 0, quiet
+		}
+		return "", 0, err
+	}
+	defer w.Stop()
+	s.mu.Lock()
+	s.gen++
+	s.streamed = false
+	s.mu.Unlock()
+	synced := s.isSynced()
+	for {
+		select {
+		case <-ctx.Done():
+			return "", n, context.Cause(ctx)
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				if context.Cause(ctx) == quiet {
+					return "", n, quiet
+				}
+				return "", n, errNoBookmark
+			}
+			timer.Reset(idle)
+			switch ev.Type {
+			case watch.Added, watch.Modified:
+				n++
+				t, ns, name, ok, err := s.transformed(ev.Object)
+				if err != nil {
+					return "", n, err
+				}
+				if !ok {
+					continue
+				}
+				s.store(t, ns, name)
+				if synced {
+					s.onEvent(t, false)
+				}
+			case watch.Bookmark:
+				m, err := meta.Accessor(ev.Object)
+				if err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+					s.mu.Lock()
+					s.streamed = true
+					s.mu.Unlock()
+					return m.GetResourceVersion(), n, nil
+				}
+			case watch.Error:
+				return "", n, apierrors.FromObject(ev.Object)
+			}
+		}
+	}
+}
