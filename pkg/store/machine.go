@@ -406,12 +406,12 @@ func (a *applier) close() {
 // work in SQLite (docs/performance.md). Each statement must find all its
 // rows; one that finds fewer is an error, never a lost write.
 // The statements for 64, 8 and 1 rows are prepared once per connection
-// (Store.update) and reused by every batch: parsing a statement of hundreds
+// (Store.stmt) and reused by every batch: parsing a statement of hundreds
 // of values cost as much as running it.
 func (a *applier) flush(ctx context.Context, now time.Time) error {
 	ids := a.dirty
 	for _, size := range updateSizes {
-		st, err := a.s.update(ctx, size)
+		st, err := a.s.stmt(ctx, updateQueries[size])
 		if err != nil {
 			return err
 		}
@@ -484,29 +484,25 @@ func (s *Store) readRecords(ctx context.Context, specs, clusters bool) (*sql.Stm
 	return st, nil
 }
 
-// update returns the statement that writes size records, prepared on first use.
-func (s *Store) update(ctx context.Context, size int) (*sql.Stmt, error) {
-	s.stmtMu.Lock()
-	defer s.stmtMu.Unlock()
-	if st := s.updates[size]; st != nil {
-		return st, nil
-	}
+// updateQuery is the statement that writes size records (one of
+// updateSizes), built once.
+func updateQuery(size int) string {
 	row := "(" + placeholders(updateCols) + ")"
-	q := `UPDATE OR FAIL workloads SET state = v.column2, message = v.column3, uid = v.column4, epoch = v.column5,
+	return `UPDATE OR FAIL workloads SET state = v.column2, message = v.column3, uid = v.column4, epoch = v.column5,
 	request = v.column6, expect = v.column7, updated_at = v.column8, reason = v.column9, exit_code = v.column10,
 	started_at = v.column11, finished_at = v.column12
 FROM (VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", size), ", ") + `) AS v
 WHERE workloads.runtime_id = v.column1`
-	st, err := s.db.PrepareContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	if s.updates == nil {
-		s.updates = map[int]*sql.Stmt{}
-	}
-	s.updates[size] = st
-	return st, nil
 }
+
+// updateQueries are the texts of updateQuery, by size.
+var updateQueries = func() map[int]string {
+	m := make(map[int]string, len(updateSizes))
+	for _, size := range updateSizes {
+		m[size] = updateQuery(size)
+	}
+	return m
+}()
 
 func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Applied, error) {
 	w := *a.recs[t.RuntimeID] // the record as the transitions before this one left it

@@ -77,9 +77,8 @@ type Store struct {
 	now func() time.Time // the clock, replaced in tests
 
 	stmtMu   sync.Mutex
-	updates  map[int]*sql.Stmt    // ApplyBatch's record writes, by rows (see flush)
 	readRecs [4]*sql.Stmt         // ApplyBatch's record read, without and with the spec, then with the cluster (see readRecords)
-	stmts    map[string]*sql.Stmt // ApplyBatch's other statements, by their text (see stmt)
+	stmts    map[string]*sql.Stmt // ApplyBatch's event inserts and record writes, by their text (see stmt)
 }
 
 // Retries reports how often this store tried again after SQLITE_BUSY.
@@ -231,10 +230,6 @@ func (s *Store) Path() string { return s.path }
 // Close closes the database.
 func (s *Store) Close() error {
 	s.stmtMu.Lock()
-	for _, st := range s.updates {
-		st.Close()
-	}
-	s.updates = nil
 	for _, st := range s.stmts {
 		st.Close()
 	}
