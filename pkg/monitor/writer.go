@@ -199,6 +199,7 @@ func (m *Monitor) record(ctx context.Context, items []item) error {
 			retired = true
 		}
 	}
+	m.skipOwnLocked(events)
 	m.mu.Unlock()
 
 	committed := time.Now()
@@ -218,6 +219,37 @@ func (m *Monitor) record(ctx context.Context, items []item) error {
 		signal(m.wake) // the control loop releases their leases
 	}
 	return nil
+}
+
+// skipOwnLocked moves the history poll's position past the events this
+// writer has just recorded when nothing else lies between: the position is
+// at or inside their seqs, which follow one another without a gap (no other
+// process wrote meanwhile). The poll would only read them back to do
+// nothing: they are observations this writer recorded, of IDs it held (or
+// has just finished), already handed to OnEvent. After the initial sync of 100,000 workloads that was 100 pages
+// of the history read beside the writer, while the next changes came in.
+// An event of another process among them leaves the position where it is:
+// the poll reads from there, that event included.
+func (m *Monitor) skipOwnLocked(events []store.Event) {
+	if !m.seqSet || len(events) == 0 {
+		return
+	}
+	seqs := make([]int64, 0, len(events))
+	for _, e := range events {
+		if !e.Type.Observed() {
+			return // a request: the poll reads it (followEvents acts on those)
+		}
+		seqs = append(seqs, e.Seq)
+	}
+	slices.Sort(seqs)
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i] != seqs[i-1]+1 {
+			return
+		}
+	}
+	if first, last := seqs[0], seqs[len(seqs)-1]; m.lastSeq >= first-1 && m.lastSeq < last {
+		m.lastSeq = last
+	}
 }
 
 // ms is d in milliseconds, to 0.1 ms, for the trace.
