@@ -288,22 +288,26 @@ func (s *Store) readBatch(ctx context.Context, tx *sql.Tx, ids []string, specs, 
 		return nil, err
 	}
 	defer rows.Close()
-	var sp []byte
 	var cluster string
+	rs := newRecordScanner()
+	if clusters {
+		rs = newRecordScanner(&cluster)
+	}
+	// The records in one allocation: ids has no duplicates, so the query
+	// returns at most len(ids) rows and all never grows.
+	all := make([]Workload, 0, len(ids))
 	for rows.Next() {
-		w, err := scanRow(func(dest ...any) error {
-			if clusters {
-				dest = append(dest, &cluster)
-			}
-			return rows.Scan(dest...)
-		}, &sp)
+		w, sp, err := rs.scan(rows)
 		if err != nil {
 			return nil, err
 		}
-		rb.recs[w.RuntimeID] = &w
+		if len(all) == cap(all) {
+			all = make([]Workload, 0, len(ids)) // not reached: the rows are at most the IDs
+		}
+		all = append(all, w)
+		rb.recs[w.RuntimeID] = &all[len(all)-1]
 		if specs {
 			rb.raw[w.RuntimeID] = sp
-			sp = nil
 		}
 		if clusters {
 			rb.clusters[w.RuntimeID] = cluster
@@ -410,6 +414,9 @@ func (a *applier) close() {
 // of values cost as much as running it.
 func (a *applier) flush(ctx context.Context, now time.Time) error {
 	ids := a.dirty
+	// One argument list for every statement (the largest's), refilled.
+	args := make([]any, 0, updateCols*min(len(ids), updateSizes[0]))
+	var at any = toDB(now) // boxed once
 	for _, size := range updateSizes {
 		st, err := a.s.stmt(ctx, updateQueries[size])
 		if err != nil {
@@ -417,12 +424,12 @@ func (a *applier) flush(ctx context.Context, now time.Time) error {
 		}
 		txst := a.tx.StmtContext(ctx, st)
 		for len(ids) >= size {
-			args := make([]any, 0, updateCols*size)
+			args = args[:0]
 			for _, id := range ids[:size] {
 				w := a.recs[id]
 				args = append(args, id, string(w.State), w.Message, w.UID, w.Epoch,
-					string(w.Request), string(w.Expect), toDB(now),
-					w.Result.Reason, nullInt(w.Result.ExitCode), nullTime(w.Result.StartedAt), nullTime(w.Result.FinishedAt))
+					string(w.Request), string(w.Expect), at,
+					w.Result.Reason, dbInt(w.Result.ExitCode), dbTime(w.Result.StartedAt), dbTime(w.Result.FinishedAt))
 			}
 			res, err := txst.ExecContext(ctx, args...)
 			if err == nil {
@@ -604,7 +611,7 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 		ins = a.insertObserved
 	}
 	res, err := ins.ExecContext(ctx, ev.RuntimeID, string(ev.Type), ev.Message, ev.UID, epoch, dedupe, toDB(ev.Time),
-		ev.Reason, nullInt(ev.ExitCode), nullTime(ev.StartedAt), nullTime(ev.FinishedAt))
+		ev.Reason, dbInt(ev.ExitCode), dbTime(ev.StartedAt), dbTime(ev.FinishedAt))
 	if err != nil {
 		return Applied{}, err
 	}
@@ -621,6 +628,25 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 	*a.recs[w.RuntimeID] = w
 	a.markDirty(w.RuntimeID)
 	return Applied{Event: ev, Applied: true, Workload: w}, nil
+}
+
+// dbInt is an exit code as a statement's argument: nil (NULL) when unknown.
+// Unlike nullInt's sql.NullInt32, nothing to box when unknown and no
+// driver.Valuer for database/sql to call.
+func dbInt(p *int32) any {
+	if p == nil {
+		return nil
+	}
+	return int64(*p)
+}
+
+// dbTime is a time as a statement's argument: nil (NULL) when unknown, as
+// nullTime.
+func dbTime(p *time.Time) any {
+	if p == nil || p.IsZero() {
+		return nil
+	}
+	return toDB(*p)
 }
 
 // seenBeforeQuery tells whether a record's events name the object uid in
