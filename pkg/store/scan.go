@@ -108,10 +108,10 @@ func (s *Store) ScanLive(ctx context.Context, f ScanFilter, pageSize int, fn fun
 			return s.fail("scan workloads", err)
 		}
 		page = page[:0]
+		var cluster string
+		rs := newRecordScanner(&cluster)
 		for rows.Next() {
-			var spec []byte
-			var cluster string
-			w, err := scanRow(func(dest ...any) error { return rows.Scan(append(dest, &cluster)...) }, &spec)
+			w, _, err := rs.scan(rows)
 			if err != nil {
 				rows.Close()
 				return s.fail("scan workloads", err)

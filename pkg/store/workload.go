@@ -233,9 +233,9 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Workload, error) {
 	// first, then decode on every CPU.
 	ws := []Workload{}
 	var specs [][]byte
+	rs := newRecordScanner()
 	for rows.Next() {
-		var spec []byte
-		w, err := scanRow(rows.Scan, &spec)
+		w, spec, err := rs.scan(rows)
 		if err != nil {
 			return nil, s.fail("list workloads", err)
 		}
@@ -343,9 +343,9 @@ func (s *Store) Records(ctx context.Context, ids []string) (map[string]Workload,
 		if err != nil {
 			return nil, s.fail("read workloads", err)
 		}
+		rs := newRecordScanner()
 		for rows.Next() {
-			var spec []byte
-			w, err := scanRow(rows.Scan, &spec)
+			w, _, err := rs.scan(rows)
 			if err != nil {
 				rows.Close()
 				return nil, s.fail("read workloads", err)
