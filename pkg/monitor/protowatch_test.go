@@ -36,7 +36,7 @@ func streamAll(t *testing.T, srv *genapi.Server, kind, ns string, typed bool) []
 		t.Fatal(err)
 	}
 	var out []kruntime.Object
-	n, err := watchList(context.Background(), l, WorkloadLabel, 10*time.Second, func(o any) error {
+	_, n, err := watchList(context.Background(), l, WorkloadLabel, 10*time.Second, func(o any) error {
 		obj := o.(kruntime.Object)
 		obj.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind().GroupVersion().WithKind("")) // typed decoding clears it
 		out = append(out, obj)
