@@ -115,6 +115,13 @@ func (d *protoDecoder[T]) Decode() (watch.EventType, kruntime.Object, error) {
 	var obj kruntime.Object
 	switch kind {
 	case d.kind:
+		// Nothing here reads an object's managedFields (the informers'
+		// transforms and recover drop them): not decoding them saves
+		// the allocations of every entry and its fieldsV1 copy, a fifth
+		// of what recover allocates at N = 10,000.
+		if data, err = withoutManagedFields(data); err != nil {
+			return "", nil, fmt.Errorf("monitor: decode a %s: %w", kind, err)
+		}
 		o := d.newObj()
 		if err := o.Unmarshal(data); err != nil {
 			return "", nil, fmt.Errorf("monitor: decode a %s: %w", kind, err)
@@ -179,6 +186,100 @@ func protoFields(b []byte, fn func(num int, v []byte) error) error {
 		}
 	}
 	return nil
+}
+
+// protoField reads the field at the start of b: its number, its wire
+// type, where its value starts and where the field ends.
+func protoField(b []byte) (num int, wire uint64, value, end int, err error) {
+	key, k := binary.Uvarint(b)
+	if k <= 0 {
+		return 0, 0, 0, 0, errors.New("monitor: a malformed protobuf field key")
+	}
+	num, wire, value = int(key>>3), key&7, k
+	switch wire {
+	case 0: // varint
+		_, n := binary.Uvarint(b[k:])
+		if n <= 0 {
+			return 0, 0, 0, 0, errors.New("monitor: a malformed protobuf varint")
+		}
+		end = k + n
+	case 1: // 64-bit
+		end = k + 8
+	case 5: // 32-bit
+		end = k + 4
+	case 2: // length-delimited
+		l, n := binary.Uvarint(b[k:])
+		if n <= 0 || l > uint64(len(b)-k-n) {
+			return 0, 0, 0, 0, errors.New("monitor: a malformed protobuf length")
+		}
+		value, end = k+n, k+n+int(l)
+	default:
+		return 0, 0, 0, 0, fmt.Errorf("monitor: protobuf wire type %d", wire)
+	}
+	if end > len(b) {
+		return 0, 0, 0, 0, io.ErrUnexpectedEOF
+	}
+	return num, wire, value, end, nil
+}
+
+// Field numbers of the generated protobuf of the API types: an object's
+// metadata (Deployment, Job, Pod, ReplicaSet, ...: ObjectMeta metadata = 1)
+// and ObjectMeta's managedFields.
+const (
+	objectMetadataField = 1
+	managedFieldsField  = 17
+)
+
+// withoutManagedFields removes the managedFields from the metadata of
+// object b (an API object's protobuf: metadata is its field 1), in place:
+// a field is only ever moved towards the start of b, and the metadata's
+// new length takes no more bytes than its old one. It returns what is left
+// of b. An object without managedFields is left as it is.
+func withoutManagedFields(b []byte) ([]byte, error) {
+	w := 0 // where the next field kept goes
+	for r := 0; r < len(b); {
+		num, wire, value, end, err := protoField(b[r:])
+		if err != nil {
+			return nil, err
+		}
+		if num != objectMetadataField || wire != 2 {
+			w += copy(b[w:], b[r:r+end])
+			r += end
+			continue
+		}
+		meta := b[r+value : r+end]
+		kept, drop := 0, false
+		for m := 0; m < len(meta); {
+			num, _, _, end, err := protoField(meta[m:])
+			if err != nil {
+				return nil, err
+			}
+			if num == managedFieldsField {
+				drop = true
+			} else {
+				kept += end
+			}
+			m += end
+		}
+		if !drop {
+			w += copy(b[w:], b[r:r+end])
+			r += end
+			continue
+		}
+		// The key as it was, then the new length, then the fields kept.
+		_, keyLen := binary.Uvarint(b[r:])
+		w += copy(b[w:], b[r:r+keyLen])
+		w += binary.PutUvarint(b[w:], uint64(kept))
+		for m := 0; m < len(meta); {
+			num, _, _, end, _ := protoField(meta[m:])
+			if num != managedFieldsField {
+				w += copy(b[w:], meta[m:m+end])
+			}
+			m += end
+		}
+		r += end
+	}
+	return b[:w], nil
 }
 
 // watchEventOf reads a metav1.WatchEvent: type (1), object (2: a

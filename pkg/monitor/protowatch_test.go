@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	"github.com/gobrave/kubectl-gobrave/internal/genapi"
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
@@ -36,7 +37,7 @@ func streamAll(t *testing.T, srv *genapi.Server, kind, ns string, typed bool) []
 		t.Fatal(err)
 	}
 	var out []kruntime.Object
-	n, err := watchList(context.Background(), l, WorkloadLabel, 10*time.Second, func(o any) error {
+	_, n, err := watchList(context.Background(), l, WorkloadLabel, 10*time.Second, func(o any) error {
 		obj := o.(kruntime.Object)
 		obj.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind().GroupVersion().WithKind("")) // typed decoding clears it
 		out = append(out, obj)
@@ -60,8 +61,18 @@ func TestProtoWatchDecodesAsClientGo(t *testing.T) {
 				t.Fatalf("protobuf: %d requests, want 1", got)
 			}
 			typed := streamAll(t, srv, kind, ns, true)
-			if len(fast) == 0 || !cmp.Equal(fast, typed) {
-				t.Fatalf("%s in %q: protobuf watch %d objects, typed Watch %d, diff %s", kind, ns, len(fast), len(typed), cmp.Diff(typed, fast))
+			// The same objects, but for their managedFields, which the
+			// protobuf watch does not decode (withoutManagedFields).
+			want := make([]kruntime.Object, len(typed))
+			for i, o := range typed {
+				if len(o.(metav1.Object).GetManagedFields()) == 0 {
+					t.Fatalf("the typed Watch decoded %s without managedFields: the comparison says nothing", o.(metav1.Object).GetName())
+				}
+				want[i] = o.DeepCopyObject()
+				want[i].(metav1.Object).SetManagedFields(nil)
+			}
+			if len(fast) == 0 || !cmp.Equal(fast, want) {
+				t.Fatalf("%s in %q: protobuf watch %d objects, typed Watch %d, diff %s", kind, ns, len(fast), len(typed), cmp.Diff(want, fast))
 			}
 			for _, o := range fast {
 				if _, ok := o.(*appsv1.Deployment); !ok && kind == runtimeid.KindDeployment {
@@ -130,5 +141,53 @@ func TestProtoDecoderEvents(t *testing.T) {
 		if _, obj, err := decoderOf(frame[:i]).Decode(); err == nil || obj != nil {
 			t.Fatalf("frame cut at %d of %d: %v %v", i, len(frame), obj, err)
 		}
+	}
+}
+
+// TestWithoutManagedFields: the managedFields of an object's metadata are
+// removed in place and everything else decodes as before, also when the
+// metadata's length shrinks to a shorter varint; an object without them is
+// left byte for byte.
+func TestWithoutManagedFields(t *testing.T) {
+	mf := []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "batch/v1",
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:gobrave-workload":{}}},"f:spec":{"f:suspend":{}}}`)}}}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u1", Labels: map[string]string{"k": "v"}, ManagedFields: mf, Annotations: map[string]string{"x": "y"}},
+		Spec:       batchv1.JobSpec{Suspend: ptr.To(true)},
+		Status:     batchv1.JobStatus{Active: 1},
+	}
+	b, err := job.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := job.ObjectMeta.Marshal(); len(m) < 128 {
+		t.Fatalf("metadata of %d bytes: the test wants a length of two varint bytes", len(m))
+	}
+	got, err := withoutManagedFields(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out batchv1.Job
+	if err := out.Unmarshal(got); err != nil {
+		t.Fatal(err)
+	}
+	want := job.DeepCopy()
+	want.ManagedFields = nil
+	if !cmp.Equal(&out, want) {
+		t.Errorf("decoded without managedFields: %s", cmp.Diff(want, &out))
+	}
+	if m, _ := want.ObjectMeta.Marshal(); len(m) >= 128 {
+		t.Errorf("metadata of %d bytes without managedFields: the varint did not shrink", len(m))
+	}
+
+	job.ManagedFields = nil
+	b, _ = job.Marshal()
+	orig := bytes.Clone(b)
+	got, err = withoutManagedFields(b)
+	if err != nil || !bytes.Equal(got, orig) {
+		t.Errorf("an object without managedFields changed: %v", err)
+	}
+	if _, err := withoutManagedFields(orig[:len(orig)-3]); err == nil {
+		t.Error("a truncated object: no error")
 	}
 }

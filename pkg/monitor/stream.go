@@ -105,7 +105,7 @@ func pages[L interface {
 // wait for the next object or the end.
 func stream(ctx context.Context, c any, l lister, selector string, idle time.Duration, fn func(any) error) error {
 	if !watchlist.DoesClientNotSupportWatchListSemantics(c) {
-		n, err := watchList(ctx, l, selector, idle, fn)
+		_, n, err := watchList(ctx, l, selector, idle, fn)
 		// A server that refuses a watch-list (too old, or the feature
 		// off) says so before sending anything: list instead.
 		if err == nil || n > 0 || !(apierrors.IsBadRequest(err) || apierrors.IsInvalid(err) || apierrors.IsMethodNotSupported(err)) {
@@ -170,9 +170,10 @@ func (e *idleError) Error() string {
 // errNoBookmark is a watch-list that ended before its initial events did.
 var errNoBookmark = errors.New("the watch-list ended before the initial-events-end bookmark")
 
-// watchList streams the current objects through one watch request and
-// returns how many it passed to fn.
-func watchList(ctx context.Context, l lister, selector string, idle time.Duration, fn func(any) error) (int, error) {
+// watchList streams the current objects through one watch request,
+// passing each to fn, and returns the resource version of the
+// initial-events-end bookmark and how many objects it passed to fn.
+func watchList(ctx context.Context, l lister, selector string, idle time.Duration, fn func(any) error) (rv string, n int, err error) {
 	// idle bounds the wait for the request's answer too, and for each
 	// object after it: a server that never answers fails like an informer
 	// that never syncs.
@@ -189,36 +190,35 @@ func watchList(ctx context.Context, l lister, selector string, idle time.Duratio
 	})
 	if err != nil {
 		if context.Cause(ctx) == quiet {
-			return 0, quiet
+			return "", 0, quiet
 		}
-		return 0, err
+		return "", 0, err
 	}
 	defer w.Stop()
-	n := 0
 	for {
 		select {
 		case <-ctx.Done():
-			return n, context.Cause(ctx)
+			return "", n, context.Cause(ctx)
 		case ev, ok := <-w.ResultChan():
 			if !ok {
 				if context.Cause(ctx) == quiet {
-					return n, quiet
+					return "", n, quiet
 				}
-				return n, errNoBookmark
+				return "", n, errNoBookmark
 			}
 			timer.Reset(idle)
 			switch ev.Type {
 			case watch.Added, watch.Modified:
 				n++
 				if err := fn(ev.Object); err != nil {
-					return n, err
+					return "", n, err
 				}
 			case watch.Bookmark:
 				if m, err := meta.Accessor(ev.Object); err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
-					return n, nil
+					return m.GetResourceVersion(), n, nil
 				}
 			case watch.Error:
-				return n, apierrors.FromObject(ev.Object)
+				return "", n, apierrors.FromObject(ev.Object)
 			}
 		}
 	}

@@ -9,14 +9,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
-	"k8s.io/utils/ptr"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 )
@@ -395,66 +393,27 @@ func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
 // the initial events and how many objects came. idle bounds the wait for
 // the answer and for each object.
 func (s *wstore) streamList(ctx context.Context, l lister, idle time.Duration) (rv string, n int, err error) {
-	quiet := &idleError{idle: idle}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	timer := time.AfterFunc(idle, func() { cancel(quiet) })
-	defer timer.Stop()
-	w, err := l.watch(ctx, metav1.ListOptions{
-		LabelSelector:        WorkloadLabel,
-		SendInitialEvents:    ptr.To(true),
-		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
-		AllowWatchBookmarks:  true,
-	})
-	if err != nil {
-		if context.Cause(ctx) == quiet {
-			return "", 0, quiet
-		}
-		return "", 0, err
-	}
-	defer w.Stop()
 	s.mu.Lock()
 	s.gen++
 	s.streamed = false
 	s.mu.Unlock()
 	synced := s.isSynced()
-	for {
-		select {
-		case <-ctx.Done():
-			return "", n, context.Cause(ctx)
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				if context.Cause(ctx) == quiet {
-					return "", n, quiet
-				}
-				return "", n, errNoBookmark
-			}
-			timer.Reset(idle)
-			switch ev.Type {
-			case watch.Added, watch.Modified:
-				n++
-				t, ns, name, ok, err := s.transformed(ev.Object)
-				if err != nil {
-					return "", n, err
-				}
-				if !ok {
-					continue
-				}
-				s.store(t, ns, name)
-				if synced {
-					s.onEvent(t, false)
-				}
-			case watch.Bookmark:
-				m, err := meta.Accessor(ev.Object)
-				if err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
-					s.mu.Lock()
-					s.streamed = true
-					s.mu.Unlock()
-					return m.GetResourceVersion(), n, nil
-				}
-			case watch.Error:
-				return "", n, apierrors.FromObject(ev.Object)
-			}
+	rv, n, err = watchList(ctx, l, WorkloadLabel, idle, func(o any) error {
+		t, ns, name, ok, err := s.transformed(o)
+		if err != nil || !ok {
+			return err
 		}
+		s.store(t, ns, name)
+		if synced {
+			s.onEvent(t, false)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", n, err
 	}
+	s.mu.Lock()
+	s.streamed = true
+	s.mu.Unlock()
+	return rv, n, nil
 }
