@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -148,78 +149,38 @@ func (d *protoDecoder[T]) Decode() (watch.EventType, kruntime.Object, error) {
 // skipped).
 func protoFields(b []byte, fn func(num int, v []byte) error) error {
 	for len(b) > 0 {
-		key, k := binary.Uvarint(b)
-		if k <= 0 {
-			return errors.New("monitor: a malformed protobuf field key")
+		num, typ, value, end, err := protoField(b)
+		if err != nil {
+			return err
 		}
-		b = b[k:]
-		num, wire := int(key>>3), key&7
-		switch wire {
-		case 0: // varint
-			_, k := binary.Uvarint(b)
-			if k <= 0 {
-				return errors.New("monitor: a malformed protobuf varint")
-			}
-			b = b[k:]
-		case 1: // 64-bit
-			if len(b) < 8 {
-				return io.ErrUnexpectedEOF
-			}
-			b = b[8:]
-		case 5: // 32-bit
-			if len(b) < 4 {
-				return io.ErrUnexpectedEOF
-			}
-			b = b[4:]
-		case 2: // length-delimited
-			l, k := binary.Uvarint(b)
-			if k <= 0 || l > uint64(len(b)-k) {
-				return errors.New("monitor: a malformed protobuf length")
-			}
-			v := b[k : k+int(l)]
-			b = b[k+int(l):]
-			if err := fn(num, v); err != nil {
+		if typ == protowire.BytesType {
+			if err := fn(num, b[value:end]); err != nil {
 				return err
 			}
-		default:
-			return fmt.Errorf("monitor: protobuf wire type %d", wire)
 		}
+		b = b[end:]
 	}
 	return nil
 }
 
-// protoField reads the field at the start of b: its number, its wire
-// type, where its value starts and where the field ends.
-func protoField(b []byte) (num int, wire uint64, value, end int, err error) {
-	key, k := binary.Uvarint(b)
-	if k <= 0 {
-		return 0, 0, 0, 0, errors.New("monitor: a malformed protobuf field key")
+// protoField reads the field at the start of b (protowire): its number,
+// its wire type, where its value starts (past the length of a
+// length-delimited field) and where the field ends.
+func protoField(b []byte) (num int, typ protowire.Type, value, end int, err error) {
+	n, typ, k := protowire.ConsumeTag(b)
+	if k < 0 {
+		return 0, 0, 0, 0, fmt.Errorf("monitor: a malformed protobuf field: %w", protowire.ParseError(k))
 	}
-	num, wire, value = int(key>>3), key&7, k
-	switch wire {
-	case 0: // varint
-		_, n := binary.Uvarint(b[k:])
-		if n <= 0 {
-			return 0, 0, 0, 0, errors.New("monitor: a malformed protobuf varint")
-		}
-		end = k + n
-	case 1: // 64-bit
-		end = k + 8
-	case 5: // 32-bit
-		end = k + 4
-	case 2: // length-delimited
-		l, n := binary.Uvarint(b[k:])
-		if n <= 0 || l > uint64(len(b)-k-n) {
-			return 0, 0, 0, 0, errors.New("monitor: a malformed protobuf length")
-		}
-		value, end = k+n, k+n+int(l)
-	default:
-		return 0, 0, 0, 0, fmt.Errorf("monitor: protobuf wire type %d", wire)
+	l := protowire.ConsumeFieldValue(n, typ, b[k:])
+	if l < 0 {
+		return 0, 0, 0, 0, fmt.Errorf("monitor: a malformed protobuf field %d: %w", n, protowire.ParseError(l))
 	}
-	if end > len(b) {
-		return 0, 0, 0, 0, io.ErrUnexpectedEOF
+	value = k
+	if typ == protowire.BytesType {
+		_, p := protowire.ConsumeVarint(b[k:])
+		value += p
 	}
-	return num, wire, value, end, nil
+	return int(n), typ, value, k + l, nil
 }
 
 // Field numbers of the generated protobuf of the API types: an object's
@@ -242,7 +203,7 @@ func withoutManagedFields(b []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if num != objectMetadataField || wire != 2 {
+		if num != objectMetadataField || wire != protowire.BytesType {
 			w += copy(b[w:], b[r:r+end])
 			r += end
 			continue
