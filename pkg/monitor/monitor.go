@@ -892,6 +892,9 @@ type informer struct {
 	stop      context.CancelFunc                     // stops this informer alone
 	synced    bool                                   // set by the control loop
 	aux       bool                                   // a pod or ReplicaSet informer (pods.go)
+	// shareUID, of a workload informer, is the string its objects keep
+	// as their UID (Monitor.uidFor): the subscription's, when equal.
+	shareUID func(ns, name, uid string) string
 
 	errMu   sync.Mutex
 	lastErr error // the last list/watch error, for the sync timeout message
@@ -902,10 +905,15 @@ type informer struct {
 }
 
 // transform is the informer's transform (compact), marking progress: it
-// runs on each object as it arrives, before the cache.
+// runs on each object as it arrives, before the cache. A workload's UID
+// becomes its subscription's string when the two are equal (shareUID).
 func (inf *informer) transform(obj any) (any, error) {
 	inf.touch()
-	return compact(obj)
+	t, err := compact(obj)
+	if c, ok := t.(*compacted); ok && err == nil && inf.shareUID != nil {
+		c.uid = inf.shareUID(c.namespace, c.name, c.uid)
+	}
+	return t, err
 }
 
 func (inf *informer) touch() { inf.lastObject.Store(time.Now().UnixNano()) }
