@@ -103,6 +103,12 @@ FROM workloads w WHERE w.state = ? AND w.updated_at <= ?`
 				}
 			}
 		}
+		if len(out) > 0 {
+			// The owners of the leases removed may hold no other.
+			if _, err := tx.ExecContext(ctx, pruneOwnersQuery); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	if err != nil {

@@ -106,7 +106,7 @@ func TestOpenCreatesSchema(t *testing.T) {
 		names = append(names, n)
 	}
 	rows.Close()
-	want := []string{"clusters", "events", "events_key", "leases", "leases_owner",
+	want := []string{"clusters", "events", "events_key", "lease_owners", "leases", "leases_owner",
 		"revisions", "workloads", "workloads_name", "workloads_namespace", "workloads_state"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("schema objects (-want +got):\n%s", diff)
