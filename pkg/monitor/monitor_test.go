@@ -1169,9 +1169,34 @@ func TestLeaseTakeover(t *testing.T) {
 	st := newStore(t)
 	id := jobID("ns", "task")
 	record(t, st, id, "u1", store.StateRunning)
-	if got, err := st.AcquireLeases(t.Context(), owner("ghost"), []string{id.String()}, time.Minute); err != nil || len(got) != 1 {
+	ghost := owner("ghost")
+	if got, err := st.AcquireLeases(t.Context(), ghost, []string{id.String()}, time.Minute); err != nil || len(got) != 1 {
 		t.Fatalf("ghost lease: %q %v", got, err)
 	}
+	// The ghost is alive, renewing its lease, until the Monitor follows
+	// the ID passively; then it dies. Without the renewals the test
+	// depended on the Monitor starting within the 300 ms TTL of the
+	// acquisition: run alone, the first fake clientset's setup took
+	// longer, the lease was stale at the Monitor's first look and it
+	// was never passive.
+	ghostCtx, killGhost := context.WithCancel(t.Context())
+	ghostDone := make(chan struct{})
+	go func() {
+		defer close(ghostDone)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ghostCtx.Done():
+				return
+			case <-tick.C:
+				if err := st.RenewLeases(ghostCtx, ghost); err != nil && ghostCtx.Err() == nil {
+					t.Errorf("ghost renewal: %v", err)
+				}
+			}
+		}
+	}()
+	defer func() { killGhost(); <-ghostDone }()
 	client := fake.NewClientset(job("ns", "task", "u1", complete))
 	m := New(client, st, Options{Owner: owner("a"), LeaseTTL: 300 * time.Millisecond})
 	m.pollEvery = 10 * time.Millisecond
@@ -1183,6 +1208,8 @@ func TestLeaseTakeover(t *testing.T) {
 		s := m.subs[id.String()]
 		return s != nil && s.has(flagPassive)
 	})
+	killGhost()
+	<-ghostDone
 	r := await(t, done)
 	if r.err != nil {
 		t.Fatal(r.err)
