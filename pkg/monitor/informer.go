@@ -241,6 +241,9 @@ func (m *Monitor) waitSynced(ctx context.Context, inf *informer, denied <-chan e
 	if inf.namespace == "" {
 		where, canI = "in all namespaces", "--all-namespaces"
 	}
+	// The address, said here: the last error does not always carry it (the
+	// workload informers' own watch-list times out with idleError, no URL).
+	where += serverAt(m.client)
 	probing := false
 	// The handler's sync, not only the cache's: its initial events have
 	// been handled (the workload informers' skipped: snapshotAll, which

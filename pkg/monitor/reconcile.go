@@ -425,9 +425,7 @@ func (r *reconciler) streamIn(ctx context.Context, kind, ns string, fn func(any)
 		where, canI = "in all namespaces", "--all-namespaces"
 	}
 	res := kind + "s"
-	if rc, ok := r.c.CoreV1().RESTClient().(*rest.RESTClient); ok && rc != nil {
-		where += " at " + rc.Get().URL().Host // the address that does not answer
-	}
+	where += serverAt(r.c) // the address that does not answer
 	if isDenied(err) {
 		return fmt.Errorf("monitor: list %s %s is forbidden: %w: check access with 'kubectl auth can-i list %s %s' and 'kubectl auth can-i watch %s %s'", res, where, err, res, canI, res, canI)
 	}
@@ -823,4 +821,14 @@ func applyEach(ctx context.Context, st *store.Store, ts []store.Transition) (res
 		}
 	}
 	return res, gone, nil
+}
+
+// serverAt is " at host:port" of the API server c talks to, for an error
+// that must name the address that does not answer; "" for a client
+// without one (a fake clientset).
+func serverAt(c kubernetes.Interface) string {
+	if rc, ok := c.CoreV1().RESTClient().(*rest.RESTClient); ok && rc != nil {
+		return " at " + rc.Get().URL().Host
+	}
+	return ""
 }
