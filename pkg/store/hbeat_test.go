@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,8 +20,7 @@ func BenchmarkRenewLeases(b *testing.B) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			ctx := context.Background()
 			s, c := openTest(b)
-			host, _ := os.Hostname()
-			me := Owner{ID: "me", PID: os.Getpid(), Host: host}
+			me := liveOwner("me")
 			insertLeases(b, s, me, n, c.now())
 			if _, err := s.Checkpoint(ctx); err != nil {
 				b.Fatal(err)
@@ -31,21 +29,30 @@ func BenchmarkRenewLeases(b *testing.B) {
 			cpu0 := cpuTime()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				c.add(5 * time.Second)
-				if err := s.RenewLeases(ctx, me); err != nil {
-					b.Fatal(err)
-				}
-				r, err := s.Checkpoint(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				frames += r.Log
+				frames += renewAndCheckpoint(b, s, c, me, 5*time.Second)
 			}
 			b.StopTimer()
 			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 			b.ReportMetric(float64(frames)/float64(b.N), "wal-frames/op")
 		})
 	}
+}
+
+// renewAndCheckpoint advances the clock by d, renews o's leases and
+// returns the pages the renewal added to the write-ahead log (the log is
+// checkpointed before, so it held none).
+func renewAndCheckpoint(tb testing.TB, s *Store, c *clock, o Owner, d time.Duration) int {
+	tb.Helper()
+	ctx := context.Background()
+	c.add(d)
+	if err := s.RenewLeases(ctx, o); err != nil {
+		tb.Fatal(err)
+	}
+	r, err := s.Checkpoint(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r.Log
 }
 
 // insertLeases gives o n leases (IDs w0000000 ...) with heartbeat at, as
@@ -69,9 +76,7 @@ func insertLeases(tb testing.TB, s *Store, o Owner, n int, at time.Time) {
 func TestRenewLeasesWritesOneRow(t *testing.T) {
 	ctx := context.Background()
 	s, c := openTest(t)
-	host, _ := os.Hostname()
-	me := Owner{ID: "me", PID: os.Getpid(), Host: host}
-	other := Owner{ID: "other", PID: os.Getpid(), Host: host}
+	me, other := liveOwner("me"), liveOwner("other")
 	insertLeases(t, s, me, 10000, c.now())
 	if _, err := s.AcquireLeases(ctx, other, []string{"o1", "o2"}, time.Minute); err != nil {
 		t.Fatal(err)
@@ -79,16 +84,8 @@ func TestRenewLeasesWritesOneRow(t *testing.T) {
 	if _, err := s.Checkpoint(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c.add(7 * time.Second)
-	if err := s.RenewLeases(ctx, me); err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.Checkpoint(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Log > 4 {
-		t.Errorf("a renewal of 10,000 leases wrote %d pages of WAL, want at most 4", r.Log)
+	if pages := renewAndCheckpoint(t, s, c, me, 7*time.Second); pages > 4 {
+		t.Errorf("a renewal of 10,000 leases wrote %d pages of WAL, want at most 4", pages)
 	}
 	var changed int
 	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM leases WHERE heartbeat != ?", toDB(t0)).Scan(&changed); err != nil {
@@ -108,7 +105,7 @@ func TestRenewLeasesWritesOneRow(t *testing.T) {
 		}
 	}
 	// No leases: nothing to renew, no row.
-	if err := s.RenewLeases(ctx, Owner{ID: "nobody", PID: 1, Host: host}); err != nil {
+	if err := s.RenewLeases(ctx, Owner{ID: "nobody", PID: 1, Host: me.Host}); err != nil {
 		t.Fatal(err)
 	}
 	if got := ownerRows(t, s); !cmp.Equal(got, []string{"me", "other"}) {
@@ -144,10 +141,8 @@ func ownerRows(t *testing.T, s *Store) []string {
 func TestStaleOwnerTakeover(t *testing.T) {
 	ctx := context.Background()
 	s, c := openTest(t)
-	host, _ := os.Hostname()
 	// Both alive (this process): only the heartbeat decides.
-	me := Owner{ID: "me", PID: os.Getpid(), Host: host}
-	other := Owner{ID: "other", PID: os.Getpid(), Host: host}
+	me, other := liveOwner("me"), liveOwner("other")
 	const ttl = 30 * time.Second
 	id := func(i int) string { return fmt.Sprintf("k8s-ns|job|w%d", i) }
 	for i := range 5 {
@@ -223,9 +218,7 @@ func TestMigrateLeasesToOwners(t *testing.T) {
 			t.Fatalf("%s: %v", m.name, err)
 		}
 	}
-	host, _ := os.Hostname()
-	live := Owner{ID: "live", PID: os.Getpid(), Host: host}
-	gone := Owner{ID: "gone", PID: os.Getpid(), Host: host}
+	live, gone := liveOwner("live"), liveOwner("gone")
 	for _, l := range []struct {
 		id   string
 		o    Owner
@@ -252,7 +245,7 @@ func TestMigrateLeasesToOwners(t *testing.T) {
 	if holder, beat, ok, err := s.LeaseHolder(ctx, "b"); err != nil || !ok || holder != live || !beat.Equal(t0.Add(-10*time.Second)) {
 		t.Errorf("LeaseHolder(b) = %+v %v %v %v, want live at its owner's latest, t0-10s", holder, beat, ok, err)
 	}
-	me := Owner{ID: "me", PID: os.Getpid(), Host: host}
+	me := liveOwner("me")
 	if got, err := s.AcquireLeases(ctx, me, []string{"a", "b", "c"}, 30*time.Second); err != nil || !cmp.Equal(got, []string{"c"}) {
 		t.Errorf("AcquireLeases after the migration = %q, %v; want c alone (a and b are live's)", got, err)
 	}

@@ -12,13 +12,19 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// liveOwner is this test process under the owner ID id: alive, so only
+// the heartbeats decide whose a lease is.
+func liveOwner(id string) Owner {
+	host, _ := os.Hostname()
+	return Owner{ID: id, PID: os.Getpid(), Host: host}
+}
+
 func TestLeases(t *testing.T) {
 	ctx := context.Background()
 	s, c := openTest(t)
-	host, _ := os.Hostname()
-	me := Owner{ID: "me", PID: os.Getpid(), Host: host}
+	me := liveOwner("me")
 	// other is alive: it is this test process under another owner ID.
-	other := Owner{ID: "other", PID: os.Getpid(), Host: host}
+	other := liveOwner("other")
 	const ttl = 30 * time.Second
 
 	got, err := s.AcquireLeases(ctx, me, []string{"a", "b", "a"}, ttl)
@@ -132,7 +138,7 @@ func TestLeaseTakeoverFromDeadProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	me := Owner{ID: "me", PID: os.Getpid(), Host: host}
+	me := liveOwner("me")
 	got, err := s.AcquireLeases(ctx, me, []string{"a", "b"}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -172,10 +178,7 @@ func TestReleaseManyLeases(t *testing.T) {
 func TestApplyFree(t *testing.T) {
 	ctx := context.Background()
 	s, c := openTest(t)
-	host, _ := os.Hostname()
-	me := Owner{ID: "me", PID: os.Getpid(), Host: host}
-	live := Owner{ID: "live", PID: os.Getpid(), Host: host}
-	stale := Owner{ID: "stale", PID: os.Getpid(), Host: host}
+	me, live, stale := liveOwner("me"), liveOwner("live"), liveOwner("stale")
 	const ttl = 30 * time.Second
 	var ids []string
 	for _, n := range []string{"a", "b", "c", "d"} {
