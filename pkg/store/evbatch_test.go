@@ -93,7 +93,7 @@ func TestApplyBatchMatchesOneByOne(t *testing.T) {
 				id := rapid.SampledFrom(ids).Draw(rt, "otherID")
 				typ := rapid.SampledFrom([]EventType{ContainerStarted, ContainerExited, ContainerDeleted}).Draw(rt, "otherType")
 				for _, s := range []*Store{batched, single} {
-					if _, err := s.db.ExecContext(ctx, "INSERT OR IGNORE INTO events (runtime_id, wid, type, message, uid, epoch, observed, time) SELECT runtime_id, wid, ?, 'other', uid, epoch, 1, 0 FROM workloads WHERE runtime_id = ?",
+					if _, err := s.db.ExecContext(ctx, "INSERT OR IGNORE INTO events (runtime_id, type, message, uid, epoch, observed, time) SELECT runtime_id, ?, 'other', uid, epoch, 1, 0 FROM workloads WHERE runtime_id = ?",
 						string(typ), id); err != nil {
 						rt.Fatal(err)
 					}

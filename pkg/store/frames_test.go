@@ -9,9 +9,11 @@ import (
 
 // TestApplyBatchFrames counts the WAL frames one batch of BenchmarkApplyBatch
 // writes once each record has the history of ~40 events the benchmark
-// leaves: 231.5 a batch of 250 while events_key led with the runtime ID
-// (its leaves were ~175 of them), ~129 since it leads with the record's
-// wid (schema 9).
+// leaves: 231.5 a batch of 250 at a91dafb, ~175 of them leaves of
+// events_key, whose entries lead with the runtime ID. (Keyed by an integer
+// per record in creation order it wrote 129, but recover's stream-order
+// batches then scattered: BenchmarkRecoverPass -30 % per CPU-second; see
+// the stwrite branch's history.)
 func TestApplyBatchFrames(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fills 20,000 events")
@@ -52,7 +54,7 @@ func TestApplyBatchFrames(t *testing.T) {
 		total += (fi.Size() - 32) / (page + 24)
 	}
 	t.Logf("%.1f WAL frames a batch of 250 (%.3f a transition)", float64(total)/4, float64(total)/1000)
-	if total/4 > 170 {
-		t.Errorf("a batch of 250 wrote %d WAL frames, want at most 170", total/4)
+	if total/4 > 250 {
+		t.Errorf("a batch of 250 wrote %d WAL frames, want at most 250", total/4)
 	}
 }

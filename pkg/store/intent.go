@@ -35,7 +35,7 @@ func (s *Store) SetObjectUID(ctx context.Context, runtimeID string, epoch int, u
 		}
 		ok = true
 		// The request of this epoch made the object: its event names it.
-		_, err = tx.ExecContext(ctx, "UPDATE events SET uid = ? WHERE wid = (SELECT wid FROM workloads WHERE runtime_id = ?) AND epoch = ? AND observed = 0 AND uid = ''", uid, runtimeID, epoch)
+		_, err = tx.ExecContext(ctx, "UPDATE events SET uid = ? WHERE runtime_id = ? AND epoch = ? AND observed = 0 AND uid = ''", uid, runtimeID, epoch)
 		return err
 	})
 	if err != nil {
@@ -62,7 +62,7 @@ func (s *Store) Forget(ctx context.Context, runtimeID string, epoch int) error {
 			return ErrSuperseded
 		}
 		for _, q := range []string{
-			"DELETE FROM events WHERE wid = (SELECT wid FROM workloads WHERE runtime_id = ?)",
+			"DELETE FROM events WHERE runtime_id = ?",
 			"DELETE FROM leases WHERE runtime_id = ?",
 			"DELETE FROM workloads WHERE runtime_id = ?",
 		} {
@@ -128,7 +128,7 @@ func (s *Store) UnconfirmedDeletes(ctx context.Context) ([]Workload, error) {
 	cols := strings.Replace(workloadColumns, "spec,", "'' AS spec,", 1)
 	rows, err := s.db.QueryContext(ctx, "SELECT "+cols+` FROM workloads w
 WHERE w.state = ? AND NOT EXISTS (
-	SELECT 1 FROM events e WHERE e.wid = w.wid AND e.epoch = w.epoch AND e.type = ?)
+	SELECT 1 FROM events e WHERE e.runtime_id = w.runtime_id AND e.epoch = w.epoch AND e.type = ?)
 ORDER BY namespace, kind, name, runtime_id`, string(StateDeleted), string(ContainerDeleted))
 	if err != nil {
 		return nil, s.fail("list unconfirmed deletes", err)

@@ -651,7 +651,7 @@ func dbTime(p *time.Time) any {
 
 // seenBeforeQuery tells whether a record's events name the object uid in
 // an epoch before the one given (rare: a record whose object is replaced).
-const seenBeforeQuery = "SELECT EXISTS (SELECT 1 FROM events WHERE wid = (SELECT wid FROM workloads WHERE runtime_id = ?) AND uid = ? AND epoch < ?)"
+const seenBeforeQuery = "SELECT EXISTS (SELECT 1 FROM events WHERE runtime_id = ? AND uid = ? AND epoch < ?)"
 
 // nextResult is the record's result after ev moved it from w to next:
 //   - a new run (Created, StartRequested, ResumeRequested) forgets the last one;

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"slices"
 	"time"
 )
@@ -44,7 +43,7 @@ func (s *Store) Prune(ctx context.Context, f PruneFilter) ([]Pruned, error) {
 		cutoff = toDB(f.Before)
 	}
 	sel := `SELECT w.runtime_id, w.updated_at,
-	(SELECT COUNT(*) FROM events e WHERE e.wid = w.wid)
+	(SELECT COUNT(*) FROM events e WHERE e.runtime_id = w.runtime_id)
 FROM workloads w WHERE w.state = ? AND w.updated_at <= ?`
 	selArgs := []any{string(StateDeleted), cutoff}
 	if f.Namespace != "" {
@@ -97,13 +96,9 @@ FROM workloads w WHERE w.state = ? AND w.updated_at <= ?`
 			}
 			// Only IDs that are still deleted: the subquery reads the
 			// record in this transaction.
-			still := "IN (SELECT %s FROM workloads WHERE state = ? AND updated_at <= ? AND runtime_id IN (" + placeholders(len(chunk)) + "))"
+			still := "runtime_id IN (SELECT runtime_id FROM workloads WHERE state = ? AND updated_at <= ? AND runtime_id IN (" + placeholders(len(chunk)) + "))"
 			for _, table := range []string{"events", "leases", "clusters", "workloads"} {
-				key := "runtime_id"
-				if table == "events" {
-					key = "wid" // events_key's (schema 9)
-				}
-				if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE "+key+" "+fmt.Sprintf(still, key), args...); err != nil {
+				if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE "+still, args...); err != nil {
 					return err
 				}
 			}

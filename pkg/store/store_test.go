@@ -107,7 +107,7 @@ func TestOpenCreatesSchema(t *testing.T) {
 	}
 	rows.Close()
 	want := []string{"clusters", "events", "events_key", "lease_owners", "leases", "leases_owner",
-		"revisions", "wid_next", "workloads", "workloads_name", "workloads_namespace", "workloads_state"}
+		"revisions", "workloads", "workloads_name", "workloads_namespace", "workloads_state"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("schema objects (-want +got):\n%s", diff)
 	}
@@ -1001,7 +1001,7 @@ func TestMigrateSchema5(t *testing.T) {
 	if n := countEvents(t, s.db, id, ContainerExited); n != 1 {
 		t.Errorf("%d ContainerExited events in one epoch, want 1", n)
 	}
-	if _, err := s.db.ExecContext(ctx, "INSERT INTO events (runtime_id, wid, type, uid, epoch, observed, time) VALUES (?1, (SELECT wid FROM workloads WHERE runtime_id = ?1), 'ContainerExited', 'u1', 2, 1, 8)", id); err == nil {
+	if _, err := s.db.ExecContext(ctx, "INSERT INTO events (runtime_id, type, uid, epoch, observed, time) VALUES (?, 'ContainerExited', 'u1', 2, 1, 8)", id); err == nil {
 		t.Error("a second ContainerExited of one object and epoch was inserted, want a unique constraint error")
 	}
 	// The others are not: requested events, suspensions (observed = 0)
@@ -1020,17 +1020,14 @@ func TestMigrateSchema5(t *testing.T) {
 		t.Errorf("%d ContainerPaused events, want 4", n)
 	}
 
-	// Every query by record finds its events through events_key, by the
-	// record's wid (schema 9): the queries of Events, Apply, SetUID,
-	// Forget, UnconfirmedDeletes and Prune.
+	// Every query by record finds its events through events_key.
 	for _, q := range []string{
-		"SELECT " + eventColumns + " FROM events WHERE wid IN (SELECT w.wid FROM json_each(?) j JOIN workloads w ON w.runtime_id = j.value) ORDER BY seq",
-		seenBeforeQuery,
-		"UPDATE events SET uid = ? WHERE wid = (SELECT wid FROM workloads WHERE runtime_id = ?) AND epoch = ? AND observed = 0 AND uid = ''",
-		"DELETE FROM events WHERE wid = (SELECT wid FROM workloads WHERE runtime_id = ?)",
-		"SELECT w.runtime_id FROM workloads w WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.wid = w.wid AND e.epoch = w.epoch AND e.type = ?)",
-		"SELECT (SELECT COUNT(*) FROM events e WHERE e.wid = w.wid) FROM workloads w",
-		"DELETE FROM events WHERE wid IN (SELECT wid FROM workloads WHERE state = ? AND updated_at <= ? AND runtime_id IN (?, ?))",
+		"SELECT " + eventColumns + " FROM events WHERE runtime_id IN (SELECT value FROM json_each(?)) ORDER BY seq",
+		"SELECT EXISTS (SELECT 1 FROM events WHERE runtime_id = ? AND uid = ? AND epoch < ?)",
+		"UPDATE events SET uid = ? WHERE runtime_id = ? AND epoch = ? AND observed = 0 AND uid = ''",
+		"DELETE FROM events WHERE runtime_id = ?",
+		"SELECT w.runtime_id FROM workloads w WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.runtime_id = w.runtime_id AND e.epoch = w.epoch AND e.type = ?)",
+		"SELECT (SELECT COUNT(*) FROM events e WHERE e.runtime_id = w.runtime_id) FROM workloads w",
 	} {
 		plan := queryPlan(t, s.db, q)
 		if !strings.Contains(plan, "events_key") || strings.Contains(plan, "SCAN events") || strings.Contains(plan, "SCAN e ") {

@@ -142,8 +142,7 @@ func insertEvent(observed bool) string {
 	if observed {
 		verb = "INSERT OR IGNORE" // the unique index events_key (schema 6)
 	}
-	// The event carries its record's wid (schema 9), the key of events_key.
-	return verb + " INTO events (runtime_id, wid, type, message, uid, epoch, observed, time, reason, exit_code, started_at, finished_at) VALUES (?, (SELECT wid FROM workloads WHERE runtime_id = ?1), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	return verb + " INTO events (runtime_id, type, message, uid, epoch, observed, time, reason, exit_code, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 }
 
 // nullInt is an exit code for the database: NULL when unknown.
@@ -322,8 +321,7 @@ func (s *Store) Events(ctx context.Context, runtimeIDs ...string) ([]Event, erro
 		if err != nil {
 			return nil, err
 		}
-		// Any number of IDs, found by their records' wid (schema 9).
-		q += " WHERE wid IN (SELECT w.wid FROM json_each(?) j JOIN workloads w ON w.runtime_id = j.value)"
+		q += " WHERE runtime_id IN (SELECT value FROM json_each(?))" // any number of IDs
 		args = append(args, list)
 	}
 	return s.queryEvents(ctx, q+" ORDER BY seq", args...)
