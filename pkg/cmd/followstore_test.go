@@ -62,3 +62,13 @@ func TestFollowingMonitorSmallPageCache(t *testing.T) {
 		t.Errorf("ps --watch: page cache %d KiB a connection, want SQLite's default 2000", got)
 	}
 }
+
+// TestRecoverOncePageCache: `recover --once` opens the state database with
+// a page cache of 1,000 KiB a connection (recoverCacheKiB): the default
+// 2,000 KiB filled with pages that grow with the database, ~2.5 MiB of its
+// peak RSS at 20,000 workloads and more.
+func TestRecoverOncePageCache(t *testing.T) {
+	if got := storeCacheKiB(t, "recover", "--once"); got != 1000 {
+		t.Errorf("recover --once: page cache %d KiB a connection, want 1000", got)
+	}
+}

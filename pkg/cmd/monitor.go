@@ -312,7 +312,11 @@ type RecoverSummary struct {
 
 // Run recovers.
 func (o *RecoverOptions) Run(ctx context.Context) error {
-	st, err := o.f.Store(ctx)
+	open := o.f.Store
+	if o.Once {
+		open = o.f.RecoverStore
+	}
+	st, err := open(ctx)
 	if err != nil {
 		return err
 	}
