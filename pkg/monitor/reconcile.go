@@ -64,9 +64,10 @@ type ReconcileOptions struct {
 //  1. pods, then ReplicaSets: one watch-list each per scope (a namespace,
 //     or all), label-filtered; of each pod only its owner's newest pod
 //     status and newest failed termination are kept (pod reasons, exit codes);
-//  2. the workload kinds at once, each one watch-list per scope; each object
+//  2. the workload kinds at once, each one watch-list per scope, alongside
+//     step 1 (the writer waits for it); each object
 //     is mapped (runtime.Observe) as it arrives and dropped; every batch of
-//     batchSize objects goes to one writer, which in one transaction
+//     firstBatch, then twice as many, up to batchSize objects goes to one writer, which in one transaction
 //     (store.ApplyFree) reads their records once, takes their leases,
 //     records the observations and releases the leases while the streams go on.
 //     Of each object with a record only a 64-bit hash of its key is kept,
