@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -128,5 +130,25 @@ func TestWatchListIdleExcludesTheCallback(t *testing.T) {
 	})
 	if err != nil || got != 2 || rv != "7" {
 		t.Fatalf("watchList: rv %q, %d objects, %v; want 7, 2, no error", rv, got, err)
+	}
+}
+
+// TestReconcilePodStreamErrorStopsThePass: the pods' stream, which now
+// runs alongside the workloads', still ends the pass with its error, and
+// the writer records nothing without the pods' notes.
+func TestReconcilePodStreamErrorStopsThePass(t *testing.T) {
+	st := newStore(t)
+	id := jobID("ns", "task")
+	record(t, st, id, "u1", store.StateCreated)
+	client := fake.NewClientset(job("ns", "task", "u1", batchv1.JobStatus{Active: 1, Ready: ptr.To(int32(1))}))
+	client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, kruntime.Object, error) {
+		return true, nil, apierrors.NewBadRequest("no pods today")
+	})
+	_, err := Reconcile(t.Context(), client, st, ReconcileOptions{Owner: owner("a"), Runtimes: []string{runtimeid.RuntimeK8s}})
+	if err == nil || !strings.Contains(err.Error(), "no pods today") {
+		t.Fatalf("Reconcile: %v, want the pods' error", err)
+	}
+	if s := state(t, st, id); s != store.StateCreated {
+		t.Errorf("job: %s, want created (nothing recorded without the pods)", s)
 	}
 }
