@@ -64,9 +64,10 @@ type ReconcileOptions struct {
 //  1. pods, then ReplicaSets: one watch-list each per scope (a namespace,
 //     or all), label-filtered; of each pod only its owner's newest pod
 //     status and newest failed termination are kept (pod reasons, exit codes);
-//  2. the workload kinds at once, each one watch-list per scope; each object
+//  2. the workload kinds at once, each one watch-list per scope, alongside
+//     step 1 (the writer waits for it); each object
 //     is mapped (runtime.Observe) as it arrives and dropped; every batch of
-//     batchSize objects goes to one writer, which in one transaction
+//     firstBatch, then twice as many, up to batchSize objects goes to one writer, which in one transaction
 //     (store.ApplyFree) reads their records once, takes their leases,
 //     records the observations and releases the leases while the streams go on.
 //     Of each object with a record only a 64-bit hash of its key is kept,
@@ -252,28 +253,36 @@ func (r *reconciler) run(ctx context.Context) error {
 	clusterWide := len(all) > r.o.ClusterWide
 	podScopes := slices.Sorted(maps.Keys(all))
 
-	reg := trace.StartRegion(ctx, "reconcile pods")
-	err := r.each(ctx, kindPod, podScopes, clusterWide, r.addPod)
-	reg.End()
-	if err != nil {
-		return err
-	}
-	// The ReplicaSets only lead a pod's note to its Deployment: without a
-	// pod of a ReplicaSet they are not read (most Deployments of a large
-	// cluster are scaled to zero, each with a ReplicaSet as large as itself).
-	if nsOf[runtimeid.KindDeployment] != nil && r.replicaSetPods {
-		reg := trace.StartRegion(ctx, "reconcile replicasets")
-		err := r.each(ctx, kindReplicaSet, podScopes, clusterWide, r.addReplicaSet)
+	// The pods and ReplicaSets (aux) stream while the workload streams
+	// open and start: their notes are read by the writer only, which waits
+	// for them before its first batch. The workload streams wait for the
+	// writer (a batch or two each), not for aux: their requests' first
+	// answer and the aux streams' overlap.
+	aux := func(ctx context.Context) error {
+		reg := trace.StartRegion(ctx, "reconcile pods")
+		err := r.each(ctx, kindPod, podScopes, clusterWide, r.addPod)
 		reg.End()
 		if err != nil {
 			return err
 		}
+		// The ReplicaSets only lead a pod's note to its Deployment: without a
+		// pod of a ReplicaSet they are not read (most Deployments of a large
+		// cluster are scaled to zero, each with a ReplicaSet as large as itself).
+		if nsOf[runtimeid.KindDeployment] != nil && r.replicaSetPods {
+			reg := trace.StartRegion(ctx, "reconcile replicasets")
+			err := r.each(ctx, kindReplicaSet, podScopes, clusterWide, r.addReplicaSet)
+			reg.End()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	kinds := slices.Sorted(maps.Keys(nsOf))
 	for _, kind := range kinds {
 		r.seen[kind] = &keySet{keys: make([]uint64, 0, want[kind])}
 	}
-	if err := r.workloads(ctx, kinds, nsOf, clusterWide); err != nil {
+	if err := r.workloads(ctx, kinds, nsOf, clusterWide, aux); err != nil {
 		return err
 	}
 	for _, kind := range kinds {
@@ -292,8 +301,14 @@ func (r *reconciler) run(ctx context.Context) error {
 // arrives into a batch of batchSize, the writer records the full
 // batches one after the other (the store has one writer), so that the
 // decoding of one kind, the mapping and the database overlap. At most
-// len(kinds)+2 batches exist at a time.
-func (r *reconciler) workloads(ctx context.Context, kinds []string, nsOf map[string]map[string]bool, clusterWide bool) error {
+// len(kinds)+2 batches exist at a time. aux (the pods' and ReplicaSets'
+// streams, which fill r.notes) runs alongside the streams; the writer
+// records nothing before it has ended. The first batches of a stream are
+// small (firstBatch, doubling up to batchSize): the writer starts as soon
+// as the first objects arrive, not after batchSize of them, and its first
+// transaction (a cold page cache, statements prepared) overlaps the rest
+// of the stream.
+func (r *reconciler) workloads(ctx context.Context, kinds []string, nsOf map[string]map[string]bool, clusterWide bool, aux func(context.Context) error) error {
 	gctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var (
@@ -308,6 +323,13 @@ func (r *reconciler) workloads(ctx context.Context, kinds []string, nsOf map[str
 			}
 		})
 	}
+	auxDone := make(chan struct{})
+	var auxErr error // set before auxDone is closed
+	run(func() error {
+		defer close(auxDone)
+		auxErr = aux(gctx)
+		return auxErr
+	})
 	full := make(chan *batch, 1)
 	free := make(chan *batch, len(kinds)+1)
 	next := func(kind string) *batch {
@@ -335,6 +357,7 @@ func (r *reconciler) workloads(ctx context.Context, kinds []string, nsOf map[str
 			defer streams.Done()
 			defer trace.StartRegion(gctx, "reconcile stream "+kind).End()
 			b := next(kind)
+			limit := firstBatch
 			err := r.each(gctx, kind, slices.Sorted(maps.Keys(nsOf[kind])), clusterWide, func(obj any) error {
 				m, ok := obj.(metav1.Object)
 				if !ok {
@@ -346,13 +369,14 @@ func (r *reconciler) workloads(ctx context.Context, kinds []string, nsOf map[str
 				for _, rt := range r.o.Runtimes { // here, not in the writer: the writer is the pass's bottleneck
 					b.ids = append(b.ids, runtimeid.ID{Runtime: rt, Namespace: ns, Kind: kind, Name: name}.String())
 				}
-				if len(b.items) < batchSize {
+				if len(b.items) < limit {
 					return nil
 				}
 				if err := send(b); err != nil {
 					return err
 				}
 				b = next(kind)
+				limit = min(2*limit, batchSize)
 				return nil
 			})
 			if err == nil && len(b.items) > 0 {
@@ -366,6 +390,14 @@ func (r *reconciler) workloads(ctx context.Context, kinds []string, nsOf map[str
 		close(full)
 	}()
 	run(func() error {
+		select { // the notes of the pods and ReplicaSets are complete
+		case <-auxDone:
+			if auxErr != nil {
+				return nil // aux's error is the pass's
+			}
+		case <-gctx.Done():
+			return nil // the first error is aux's, or a stream's
+		}
 		for b := range full {
 			reg := trace.StartRegion(gctx, "reconcile flush")
 			err := r.flush(gctx, b)
@@ -509,6 +541,10 @@ type streamed struct {
 	ok            bool
 }
 
+// firstBatch is the size of the first batch of a stream of workloads; each
+// next one is twice the last, up to batchSize.
+const firstBatch = 32
+
 type batch struct {
 	kind  string
 	items []streamed
@@ -527,6 +563,9 @@ func (r *reconciler) flush(ctx context.Context, b *batch) error {
 	}()
 	if len(items) == 0 {
 		return nil
+	}
+	if flushedHook != nil {
+		flushedHook(b.kind, len(items))
 	}
 	// What the batch records of the IDs taken (leased): the same whatever
 	// the call, as ApplyFree asks. ids[i*len(r.o.Runtimes)+k] is item i's

@@ -9,3 +9,7 @@ package monitor
 func (r *reconciler) inNamespace(ns string) bool {
 	return r.o.Namespace == "" || r.o.Namespace == ns
 }
+
+// flushedHook, when set (tests), is told the kind and size of each batch
+// of streamed objects the writer of a pass records, in order.
+var flushedHook func(kind string, n int)

@@ -206,7 +206,9 @@ func watchList(ctx context.Context, l lister, selector string, idle time.Duratio
 				}
 				return "", n, errNoBookmark
 			}
-			timer.Reset(idle)
+			// idle is the server's: the time fn takes (the writer of a
+			// pass holding its streams back) does not count.
+			timer.Stop()
 			switch ev.Type {
 			case watch.Added, watch.Modified:
 				n++
@@ -220,6 +222,7 @@ func watchList(ctx context.Context, l lister, selector string, idle time.Duratio
 			case watch.Error:
 				return "", n, apierrors.FromObject(ev.Object)
 			}
+			timer.Reset(idle)
 		}
 	}
 }
