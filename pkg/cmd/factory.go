@@ -116,7 +116,7 @@ func (f *Factory) Store(ctx context.Context) (*store.Store, error) {
 // On a real cluster at 20,000 workloads the peak RSS fell 55.0 -> 52.9 MiB
 // (medians of 9 interleaved runs, CPU 2.36 -> 2.32 s), on the generated
 // server at 100,000 over TLS 60.6 -> 58.2 MiB (CPU 7.11 -> 6.93 s, medians
-// of 3); 512 KiB saved no more. At 1,000 the database is smaller than either cache:
+// of 3); 500 KiB saved no more. At 1,000 the database is smaller than either cache:
 // nothing changes there, so the curve of RSS over N flattens.
 const recoverCacheKiB = 1000
 

@@ -403,7 +403,8 @@ func (m *Monitor) goneLocked(sub *subscription, at time.Time) []item {
 // the background (m.bg): at the writer's pace (enqueueWait), so that the
 // observations of an initial sync of 100,000 objects never wait in memory
 // all at once, and without holding up the control loop (heartbeats) while
-// the writer records them.
+// the writer records them. The objects it finds missing are confirmed
+// after the pass (m.passes), one list per namespace for all of them.
 func (m *Monitor) snapshotAll(ctx context.Context, inf *informer) {
 	m.mu.Lock()
 	var subs []*subscription
@@ -412,13 +413,21 @@ func (m *Monitor) snapshotAll(ctx context.Context, inf *informer) {
 			subs = append(subs, s)
 		}
 	}
-	m.mu.Unlock()
 	if len(subs) == 0 {
+		m.mu.Unlock()
 		return
 	}
+	m.passes++
+	m.mu.Unlock()
 	m.bg.Add(1)
 	go func() {
 		defer m.bg.Done()
+		defer func() {
+			m.mu.Lock()
+			m.passes--
+			m.mu.Unlock()
+			signal(m.wake) // confirmMissing may go on
+		}()
 		for _, s := range subs {
 			if ctx.Err() != nil {
 				return
@@ -475,9 +484,16 @@ func (m *Monitor) missLocked(sub *subscription) {
 // subscriptions whose objects the informers do not hold: one watch-list
 // (or paginated list) per namespace and kind (no label selector: an object whose
 // gobrave-workload label was removed is found), whatever the number of
-// objects missing there. Called by the control loop only.
+// objects missing there. Called by the control loop only. While a
+// snapshotAll pass runs it waits: the pass queues its misses one by one,
+// and a list taken halfway would leave the rest of the namespace to a
+// second one.
 func (m *Monitor) confirmMissing(ctx context.Context) {
 	m.mu.Lock()
+	if m.passes > 0 {
+		m.mu.Unlock()
+		return
+	}
 	queued := m.missing
 	m.missing = nil
 	m.mu.Unlock()

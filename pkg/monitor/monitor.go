@@ -130,6 +130,7 @@ type Monitor struct {
 	seqSet     bool                 // lastSeq was read: the history is polled (not with Once)
 	inflight   int                  // subscriptions being confirmed (confirmMissing)
 	missing    []missing            // missing from the caches, to confirm
+	passes     int                  // snapshotAll passes running (confirmMissing waits)
 	podCaches  map[string]*podCache // by informer scope, "" cluster-wide
 	started    bool                 // Run was called
 
