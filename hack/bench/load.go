@@ -202,17 +202,25 @@ type settled struct {
 }
 
 // waitSettled polls, in pages of 5,000 across all namespaces, until the controllers have caught up: the running slice
-// running, the deployments at 0 observed (exited), the suspended jobs suspended (paused).
-func waitSettled(ctx context.Context, c kubernetes.Interface, l loadShape, timeout time.Duration) (settled, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+// running, the deployments at 0 observed (exited), the suspended jobs suspended (paused). It gives up when the
+// counts stop moving for stall (the controllers are stuck, not slow) or after limit in all: a loaded machine
+// settles 100,000 objects more slowly but still settles them.
+func waitSettled(ctx context.Context, c kubernetes.Interface, l loadShape, stall, limit time.Duration) (settled, error) {
+	want := settled{started: l.running, exited: l.idlePerKind(), paused: l.idlePerKind()}
+	return waitProgress(ctx, want, func(ctx context.Context) (settled, error) { return countSettled(ctx, c) }, 10*time.Second, stall, limit)
+}
+
+// waitProgress calls count every poll until it returns want. It fails when no count has changed (nor a
+// failing count recovered) for stall, or when limit has passed since it started.
+func waitProgress(ctx context.Context, want settled, count func(context.Context) (settled, error), poll, stall, limit time.Duration) (settled, error) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	start := time.Now()
-	want := settled{started: l.running, exited: l.idlePerKind(), paused: l.idlePerKind()}
 	var s settled
-	last := ""
+	last, moved := "", start
 	for {
 		var err error
-		s, err = countSettled(ctx, c)
+		s, err = count(ctx)
 		if err == nil && s == want {
 			logf("  settled after %s: %+v", time.Since(start).Round(time.Second), s)
 			return s, nil
@@ -220,12 +228,14 @@ func waitSettled(ctx context.Context, c kubernetes.Interface, l loadShape, timeo
 		msg := fmt.Sprintf("%+v, want %+v (%v)", s, want, err)
 		if msg != last {
 			logf("  waiting: %s", msg)
-			last = msg
+			last, moved = msg, time.Now()
+		} else if still := time.Since(moved); still >= stall {
+			return s, fmt.Errorf("not settled: no progress for %s: %s", still.Round(time.Second), msg)
 		}
 		select {
 		case <-ctx.Done():
-			return s, fmt.Errorf("not settled: %s: %w", msg, ctx.Err())
-		case <-time.After(10 * time.Second):
+			return s, fmt.Errorf("not settled after %s: %s: %w", time.Since(start).Round(time.Second), msg, ctx.Err())
+		case <-time.After(poll):
 		}
 	}
 }

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 )
 
 // The load spreads evenly: each namespace holds N/K objects, half of each kind; the running slice
@@ -96,4 +100,48 @@ func TestRunningOf(t *testing.T) {
 			t.Errorf("runningOf(%q, %d) = %d, %v; want %d, error %v", c.v, c.n, got, err, c.want, c.err)
 		}
 	}
+}
+
+// The settle wait follows progress: counts that keep moving are waited for past the stall time
+// (a loaded machine settles slowly), counts that stop fail after it, and the limit bounds the whole.
+func TestWaitProgress(t *testing.T) {
+	want := settled{started: 40}
+	steady := func() func(context.Context) (settled, error) {
+		var s settled
+		return func(context.Context) (settled, error) { s.started++; return s, nil }
+	}
+	t.Run("slow but moving", func(t *testing.T) {
+		// 40 polls of 2 ms take longer than the 10 ms stall time.
+		s, err := waitProgress(t.Context(), want, steady(), 2*time.Millisecond, 10*time.Millisecond, time.Hour)
+		if err != nil || s != want {
+			t.Fatalf("got %+v, %v; want %+v", s, err, want)
+		}
+	})
+	t.Run("stuck", func(t *testing.T) {
+		stuck := func(context.Context) (settled, error) { return settled{started: 3}, nil }
+		_, err := waitProgress(t.Context(), want, stuck, time.Millisecond, 10*time.Millisecond, time.Hour)
+		if err == nil || !strings.Contains(err.Error(), "no progress for") {
+			t.Fatalf("err = %v, want no progress", err)
+		}
+	})
+	t.Run("failing the same way", func(t *testing.T) {
+		n := 0
+		flaky := func(context.Context) (settled, error) {
+			if n++; n < 30 {
+				return settled{}, errors.New("etcd leader changed")
+			}
+			return want, nil
+		}
+		// The same error for 30 polls is no progress: it fails after the stall time.
+		if _, err := waitProgress(t.Context(), want, flaky, 2*time.Millisecond, 10*time.Millisecond, time.Hour); err == nil {
+			t.Fatal("a count failing the same way for longer than the stall time: no error")
+		}
+	})
+	t.Run("limit", func(t *testing.T) {
+		never := settled{started: 1 << 30}
+		_, err := waitProgress(t.Context(), never, steady(), time.Millisecond, time.Hour, 20*time.Millisecond)
+		if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "not settled after") {
+			t.Fatalf("err = %v, want the limit's", err)
+		}
+	})
 }
