@@ -202,6 +202,7 @@ func installAllocator() {
 	installAlloc.Do(func() {
 		tls := libc.NewTLS()
 		defer tls.Close()
+		installMutexes(tls) // mutex.go
 		m := libc.Xcalloc(tls, 1, types.Size_t(unsafe.Sizeof(sqlite3.Tsqlite3_mem_methods{})))
 		va := libc.Xmalloc(tls, types.Size_t(unsafe.Sizeof(uintptr(0))))
 		if m == 0 || va == 0 {
