@@ -3,7 +3,7 @@
 //
 //	go run ./hack/gendocs docs/cli
 //
-// The pages come from the live cobra tree through cmd.GenMarkdownDocs, the
+// The pages come from the live cobra tree through gendocs.GenMarkdownDocs, the
 // same function pkg/cmd's TestDocsUpToDate uses to find a stale docs/cli.
 package main
 
@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/gobrave/kubectl-gobrave/pkg/cmd"
+	"github.com/gobrave/kubectl-gobrave/pkg/gendocs"
 )
 
 func main() {
@@ -19,7 +19,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: go run ./hack/gendocs DIR")
 		os.Exit(2)
 	}
-	if err := cmd.GenMarkdownDocs(os.Args[1]); err != nil {
+	if err := gendocs.GenMarkdownDocs(os.Args[1]); err != nil {
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
 		os.Exit(1)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gobrave/kubectl-gobrave/pkg/cmd"
+	"github.com/gobrave/kubectl-gobrave/pkg/gendocs"
 )
 
 // docsDir is the committed command reference, relative to this package.
@@ -20,7 +20,7 @@ const docsDir = "../../docs/cli"
 // flag or help text must come with `make docs`.
 func TestDocsUpToDate(t *testing.T) {
 	gen := t.TempDir()
-	if err := cmd.GenMarkdownDocs(gen); err != nil {
+	if err := gendocs.GenMarkdownDocs(gen); err != nil {
 		t.Fatalf("GenMarkdownDocs: %v", err)
 	}
 	want := pages(t, gen)
@@ -49,7 +49,7 @@ func TestDocsUpToDate(t *testing.T) {
 // give the same pages, with nothing of the machine in them.
 func TestGenMarkdownDocsIsStable(t *testing.T) {
 	a := t.TempDir()
-	if err := cmd.GenMarkdownDocs(a); err != nil {
+	if err := gendocs.GenMarkdownDocs(a); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("HOME", "/somewhere/else")
@@ -60,7 +60,7 @@ func TestGenMarkdownDocsIsStable(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(b, "kubectl_gobrave_gone.md"), []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.GenMarkdownDocs(b); err != nil {
+	if err := gendocs.GenMarkdownDocs(b); err != nil {
 		t.Fatal(err)
 	}
 	pa, pb := pages(t, a), pages(t, b)

@@ -55,6 +55,11 @@ type Factory struct {
 	store   *store.Store
 	clients map[string]kubernetes.Interface
 	cluster map[string]string
+
+	// rcMu guards rcs, the REST configs by context, each loaded from the
+	// kubeconfig once (RESTConfig runs under mu, from Client).
+	rcMu sync.Mutex
+	rcs  map[string]*rest.Config
 }
 
 // NewFactory returns a factory over the process environment.
@@ -298,8 +303,29 @@ func (f *Factory) flagsFor(ctxName string) *genericclioptions.ConfigFlags {
 }
 
 // RESTConfig returns the REST config of a kubeconfig context with the
-// plugin's User-Agent.
+// plugin's User-Agent: a copy of its own for each call (callers may change
+// it), of a config loaded once per context. recover --once needed one for
+// its clientset, one for the cluster's identity and one for the metadata
+// client: three loads (files read, YAML decoded and merged) of the same
+// kubeconfig before the first request.
 func (f *Factory) RESTConfig(ctxName string) (*rest.Config, error) {
+	f.rcMu.Lock()
+	defer f.rcMu.Unlock()
+	if rc, ok := f.rcs[ctxName]; ok {
+		return rest.CopyConfig(rc), nil
+	}
+	rc, err := f.loadRESTConfig(ctxName)
+	if err != nil {
+		return nil, err
+	}
+	if f.rcs == nil {
+		f.rcs = map[string]*rest.Config{}
+	}
+	f.rcs[ctxName] = rc
+	return rest.CopyConfig(rc), nil
+}
+
+func (f *Factory) loadRESTConfig(ctxName string) (*rest.Config, error) {
 	rc, err := f.flagsFor(ctxName).ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w (check --kubeconfig, $KUBECONFIG and --context)", err)

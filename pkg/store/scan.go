@@ -38,13 +38,24 @@ type Scope struct {
 
 const liveWhere = "w.state NOT IN ('exited', 'failed', 'deleted')"
 
+// liveScopesQuery reads the records in the table's order and each one's
+// cluster by its key (a correlated subquery: clusters.runtime_id is its
+// primary key, so it is the LEFT JOIN's value). With the LEFT JOIN SQLite
+// chose to walk the workloads_state index and look every record up in the
+// table by its key (EXPLAIN QUERY PLAN: SCAN w USING INDEX workloads_state):
+// the CPU of recover's LiveScopes at 10,000 records fell 22.0 -> 17.4 ms
+// with no clusters recorded, 37.8 -> 33.4 ms with one per record (medians
+// of 31 interleaved reads, each on a new connection, load 9-10).
+const liveScopesQuery = "SELECT w.runtime, w.namespace, w.kind," +
+	" COALESCE((SELECT c.cluster FROM clusters c WHERE c.runtime_id = w.runtime_id), '') AS cl, COUNT(*)" +
+	" FROM workloads w WHERE " + liveWhere +
+	" GROUP BY w.runtime, w.namespace, w.kind, cl ORDER BY w.runtime, w.namespace, w.kind, cl"
+
 // LiveScopes returns the runtimes, namespaces, kinds and recorded clusters
 // of the non-terminal records with their counts, sorted: one row per scope,
 // however many records.
 func (s *Store) LiveScopes(ctx context.Context) ([]Scope, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT w.runtime, w.namespace, w.kind, COALESCE(c.cluster, '') AS cl, COUNT(*)"+
-		" FROM workloads w LEFT JOIN clusters c ON c.runtime_id = w.runtime_id WHERE "+liveWhere+
-		" GROUP BY w.runtime, w.namespace, w.kind, cl ORDER BY w.runtime, w.namespace, w.kind, cl")
+	rows, err := s.db.QueryContext(ctx, liveScopesQuery)
 	if err != nil {
 		return nil, s.fail("read live scopes", err)
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -136,5 +137,38 @@ func TestHeads(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("heads (-want +got):\n%s", d)
+	}
+}
+
+// TestLiveScopesReadsTableInOrder: LiveScopes walks the workloads table in
+// its own order, not the workloads_state index with a look-up in the table
+// for every record (what SQLite chose for the LEFT JOIN with clusters).
+func TestLiveScopesReadsTableInOrder(t *testing.T) {
+	s, _ := openTest(t)
+	rows, err := s.db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+liveScopesQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	scan := false
+	for _, d := range plan {
+		if strings.HasPrefix(d, "SCAN w") {
+			scan = !strings.Contains(d, "INDEX")
+		}
+	}
+	if !scan {
+		t.Errorf("LiveScopes does not read the workloads table in order; plan:\n%s", strings.Join(plan, "\n"))
 	}
 }
