@@ -45,13 +45,15 @@ type waits struct {
 	// SQLITE_BUSY after the busy timeout is tried again.
 	retries int
 	// migrate is how long Open keeps trying a migration that SQLite answers
-	// with SQLITE_BUSY at once (see migrateRetrying).
+	// with SQLITE_BUSY at once (see migrateRetrying). 10 s was too short at
+	// load 13: one of 8 processes opening a new file (TestConcurrentProcesses,
+	// -race) gave up with "database is locked" while the others migrated.
 	migrate time.Duration
 	// onRetry, when set, is called on every retry (tests).
 	onRetry func()
 }
 
-var defaultWaits = waits{busy: 10 * time.Second, retries: 4, migrate: 10 * time.Second}
+var defaultWaits = waits{busy: 10 * time.Second, retries: 4, migrate: 30 * time.Second}
 
 // Retries counts the attempts a store made again after SQLITE_BUSY, by path.
 // The multi-process tests read them to show that the paths ran.
