@@ -312,6 +312,15 @@ func (m *Monitor) Add(ids ...runtimeid.ID) int {
 	return n
 }
 
+// Has reports whether the runtime ID id is added and not finished: Add
+// would ignore it.
+func (m *Monitor) Has(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.subs[id]
+	return ok
+}
+
 // lookupLocked is the subscription of runtime rt for the object kind
 // namespace/name, or nil: the key is built in a buffer, not allocated.
 func (m *Monitor) lookupLocked(rt, ns, kind, name string) *subscription {
