@@ -8,7 +8,7 @@
 //
 //	go run ./hack/bench -n 100000 -hold -skip recover,limit,get,ps ... &
 //	go run ./hack/monreal -env /tmp/gobrave-bench.X/hold.env -n 100000 \
-//	    -plugin /tmp/main-kg,/tmp/new-kg -reps 3 -out /tmp/monreal
+//	    -plugin "/tmp/main-kg /tmp/new-kg" -reps 3 -out /tmp/monreal
 //
 // Each run gets a fresh copy of the hold file's TEMPLATE_DB. /proc/PID/status
 // is sampled every -sample: VmHWM, and VmRSS, RssAnon and RssFile by phase;
@@ -16,7 +16,7 @@
 // timeline (one line a second: events printed, VmRSS, RssAnon, RssFile) and
 // the plugin's stderr (-v=4: the informers' syncs and the writer's batches)
 // go to -out. CPU is the kernel's user+system time at exit. Several
-// comma-separated -plugin binaries run interleaved, their order rotated each
+// space-separated -plugin binaries run interleaved, their order rotated each
 // round; PATH@K=V;K=V adds environment to a binary's runs (GODEBUG=gctrace=1,
 // or GOBRAVE_HEAP_PROFILE with a -tags gobraveprof build). Copy each binary
 // with cp before comparing RSS (hack/bench's install note).
@@ -44,7 +44,7 @@ import (
 func main() {
 	envFile := flag.String("env", "", "the environment file `hack/bench -hold` writes (KUBECONFIG, HOME, ..., TEMPLATE_DB)")
 	n := flag.Int("n", 0, "events the monitor prints for the initial state (the load's N)")
-	plugins := flag.String("plugin", "bin/kubectl-gobrave", "plugin binaries, comma-separated, run interleaved; PATH@K=V;K=V adds environment")
+	plugins := flag.String("plugin", "bin/kubectl-gobrave", "plugin binaries, space-separated, run interleaved; PATH@K=V;K=V adds environment (values may hold commas: GODEBUG=gctrace=1,memprofilerate=65536)")
 	reps := flag.Int("reps", 1, "rounds (each runs every plugin once)")
 	settle := flag.Duration("settle", 10*time.Second, "how long the monitor runs on after the n-th event")
 	sample := flag.Duration("sample", 20*time.Millisecond, "how often /proc/PID/status is read")
@@ -54,7 +54,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "monreal: -env and -n are required")
 		os.Exit(2)
 	}
-	if err := run(*envFile, *n, strings.Split(*plugins, ","), *reps, *settle, *sample, *out); err != nil {
+	if err := run(*envFile, *n, strings.Fields(*plugins), *reps, *settle, *sample, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "monreal:", err)
 		os.Exit(1)
 	}
