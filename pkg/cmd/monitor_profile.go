@@ -23,6 +23,13 @@ import (
 // GODEBUG=memprofilerate=524288 (the runtime's default) is set too.
 const heapProfileEnv = "GOBRAVE_HEAP_PROFILE"
 
+// heapProfileEveryEnv, a duration (e.g. 5s), makes the watcher of
+// heapProfileEnv also write FILE.NNN every that often (NNN counting from
+// 000, each logged with the time since start and the live heap): the
+// profiles of each phase of a run (initial list, snapshot pass, steady
+// state), not only of the peak.
+const heapProfileEveryEnv = "GOBRAVE_HEAP_PROFILE_EVERY"
+
 // startHeapProfile starts the watcher of heapProfileEnv; the returned func
 // stops it and writes the exit profile. A no-op when the variable is unset.
 func startHeapProfile() (stop func()) {
@@ -38,6 +45,8 @@ func startHeapProfile() (stop func()) {
 		defer f.Close()
 		_ = pprof.Lookup("heap").WriteTo(f, 0)
 	}
+	every, _ := time.ParseDuration(os.Getenv(heapProfileEveryEnv))
+	start := time.Now()
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -46,6 +55,7 @@ func startHeapProfile() (stop func()) {
 		var peak uint64
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
+		next, seq := start.Add(every), 0
 		for {
 			select {
 			case <-done:
@@ -53,6 +63,13 @@ func startHeapProfile() (stop func()) {
 			case <-tick.C:
 			}
 			metrics.Read(s)
+			if every > 0 && time.Now().After(next) {
+				next = next.Add(every)
+				p := fmt.Sprintf("%s.%03d", path, seq)
+				seq++
+				write(p)
+				fmt.Fprintf(os.Stderr, "gobrave: heap profile at %.1f s, live heap %d bytes (gc %d) -> %s\n", time.Since(start).Seconds(), s[0].Value.Uint64(), s[1].Value.Uint64(), p)
+			}
 			if live := s[0].Value.Uint64(); live > peak {
 				peak = live
 				write(path)

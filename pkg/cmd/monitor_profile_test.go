@@ -38,3 +38,26 @@ func TestHeapProfileEnv(t *testing.T) {
 	t.Setenv(heapProfileEnv, "")
 	startHeapProfile()()
 }
+
+// TestHeapProfileEvery: GOBRAVE_HEAP_PROFILE_EVERY adds numbered profiles,
+// one each period, beside the peak's.
+func TestHeapProfileEvery(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "heap.pprof")
+	t.Setenv(heapProfileEnv, path)
+	t.Setenv(heapProfileEveryEnv, "100ms")
+	stop := startHeapProfile()
+	defer stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if fi, err := os.Stat(path + ".001"); err == nil && fi.Size() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no second periodic heap profile")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if fi, err := os.Stat(path + ".000"); err != nil || fi.Size() == 0 {
+		t.Errorf("no first periodic profile: %v", err)
+	}
+}

@@ -337,6 +337,19 @@ func (s *monitorSet) add(ws []store.Workload) error {
 	return nil
 }
 
+// has reports whether a monitor of the set has the runtime ID id (added
+// and not finished).
+func (s *monitorSet) has(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range s.mons {
+		if m.Has(id) {
+			return true
+		}
+	}
+	return false
+}
+
 // start runs m until it returns, adding up its summary. s.mu is held.
 func (s *monitorSet) start(m *monitor.Monitor) {
 	s.wg.Add(1)
@@ -446,7 +459,7 @@ func (f *Factory) runMonitorsDiscovering(ctx context.Context, st *store.Store, o
 				return
 			case <-tick.C:
 			}
-			lastSeq = discover(set.ctx, st, lastSeq, discoverPage, func(found []store.Workload) {
+			lastSeq = discover(set.ctx, st, lastSeq, discoverPage, set.has, func(found []store.Workload) {
 				if err := set.add(found); err != nil {
 					set.mu.Lock()
 					set.errs = append(set.errs, err)
@@ -470,14 +483,16 @@ type historyReader interface {
 
 // discover is one look of runMonitorsDiscovering for IDs that became
 // non-terminal: it reads the events recorded after lastSeq, page events
-// at a time, and the records they concern, hands the non-terminal ones to
-// add (IDs a monitor has already are ignored there) and returns the seq
-// read up to. A page at a time: the first look after the initial sync
-// reads the events of every workload the monitors have just recorded
-// (100,000 at N = 100,000), about 4 MiB of events and more of records when
-// read at once. An error leaves the rest for the next look, which reads
-// the same events again.
-func discover(ctx context.Context, r historyReader, lastSeq int64, page int, add func([]store.Workload)) int64 {
+// at a time, and the records of the IDs they concern that no monitor has
+// (has: add would ignore them), hands the non-terminal ones to add and
+// returns the seq read up to. A page at a time: the first look after the
+// initial sync reads the events of every workload the monitors have just
+// recorded (100,000 at N = 100,000), about 4 MiB of events when read at
+// once. Those are the monitors' own IDs: their records are not read (they
+// were, 100,000 of them, beside the writer recording the initial state).
+// An error leaves the rest for the next look, which reads the same events
+// again.
+func discover(ctx context.Context, r historyReader, lastSeq int64, page int, has func(string) bool, add func([]store.Workload)) int64 {
 	for ctx.Err() == nil {
 		evs, err := r.EventsPage(ctx, lastSeq, page)
 		if err != nil {
@@ -490,14 +505,18 @@ func discover(ctx context.Context, r historyReader, lastSeq int64, page int, add
 			last = max(last, e.Seq)
 			if !seen[e.RuntimeID] {
 				seen[e.RuntimeID] = true
-				ids = append(ids, e.RuntimeID)
+				if !has(e.RuntimeID) {
+					ids = append(ids, e.RuntimeID)
+				}
 			}
 		}
 		// Any event may leave a record non-terminal: read them all, in
 		// one query per 500 IDs.
-		recs, err := r.Records(ctx, ids)
-		if err != nil {
-			return lastSeq
+		var recs map[string]store.Workload
+		if len(ids) > 0 {
+			if recs, err = r.Records(ctx, ids); err != nil {
+				return lastSeq
+			}
 		}
 		lastSeq = last
 		var found []store.Workload

@@ -16,6 +16,7 @@ type pageCounter struct {
 	pages        int // EventsPage calls
 	maxRows      int // the most events one EventsPage returned
 	maxRecordIDs int // the most IDs one Records call asked for
+	recordIDs    int // IDs asked for in all
 }
 
 func (p *pageCounter) EventsPage(ctx context.Context, after int64, limit int) ([]store.Event, error) {
@@ -27,6 +28,7 @@ func (p *pageCounter) EventsPage(ctx context.Context, after int64, limit int) ([
 
 func (p *pageCounter) Records(ctx context.Context, ids []string) (map[string]store.Workload, error) {
 	p.maxRecordIDs = max(p.maxRecordIDs, len(ids))
+	p.recordIDs += len(ids)
 	return p.st.Records(ctx, ids)
 }
 
@@ -62,7 +64,7 @@ func TestDiscoverReadsPages(t *testing.T) {
 	}
 	r := &pageCounter{st: st}
 	found := map[string]bool{}
-	got := discover(t.Context(), r, 0, page, func(ws []store.Workload) {
+	got := discover(t.Context(), r, 0, page, func(string) bool { return false }, func(ws []store.Workload) {
 		for _, w := range ws {
 			found[w.RuntimeID] = true
 		}
@@ -82,7 +84,48 @@ func TestDiscoverReadsPages(t *testing.T) {
 
 	// The next look reads from there: one empty page.
 	r = &pageCounter{st: st}
-	if got := discover(t.Context(), r, last, page, func([]store.Workload) { t.Error("nothing new, but IDs were handed on") }); got != last || r.pages != 1 {
+	if got := discover(t.Context(), r, last, page, func(string) bool { return false }, func([]store.Workload) { t.Error("nothing new, but IDs were handed on") }); got != last || r.pages != 1 {
 		t.Errorf("a look with nothing new: seq %d after %d pages, want %d after 1", got, r.pages, last)
+	}
+}
+
+// TestDiscoverSkipsHeldIDs: the events of IDs a monitor has (the initial
+// state it has just recorded: 100,000 events at N = 100,000) make the look
+// read no records; only the IDs no monitor has are read and handed on.
+func TestDiscoverSkipsHeldIDs(t *testing.T) {
+	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	const n, page = 1200, 256
+	held := map[string]bool{}
+	for i := range n {
+		id, err := runtimeid.New(runtimeid.RuntimeK8s, "ns", runtimeid.KindJob, fmt.Sprintf("task-%04d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := store.Workload{RuntimeID: id.String(), Runtime: id.Runtime, Namespace: id.Namespace, Kind: id.Kind, Name: id.Name, State: store.StateCreated}
+		if err := st.Put(t.Context(), w, store.Transition{Type: store.Created}); err != nil {
+			t.Fatal(err)
+		}
+		if i%100 != 0 {
+			held[w.RuntimeID] = true
+		}
+	}
+	r := &pageCounter{st: st}
+	var found []string
+	discover(t.Context(), r, 0, page, func(id string) bool { return held[id] }, func(ws []store.Workload) {
+		for _, w := range ws {
+			found = append(found, w.RuntimeID)
+		}
+	})
+	if want := n / 100; r.recordIDs != want || len(found) != want {
+		t.Errorf("discover read %d records and handed on %d IDs, want %d and %d (those no monitor has)", r.recordIDs, len(found), want, want)
+	}
+	for _, id := range found {
+		if held[id] {
+			t.Errorf("%s handed on, but a monitor has it", id)
+		}
 	}
 }

@@ -103,11 +103,13 @@ type Monitor struct {
 	opts   Options
 
 	// tunables, replaced in tests
-	pollEvery    time.Duration
-	getBackoff   wait.Backoff   // retries of a confirming list
-	beforePoll   func()         // called before each history poll (tests)
-	onRelease    func([]string) // called with each chunk Run releases on its way out (tests)
-	releaseChunk int            // leases released a transaction on the way out
+	pollEvery     time.Duration
+	getBackoff    wait.Backoff   // retries of a confirming list
+	beforePoll    func()         // called before each history poll (tests)
+	onRelease     func([]string) // called with each chunk Run releases on its way out (tests)
+	releaseChunk  int            // leases released a transaction on the way out
+	onAcquire     func([]string) // called with the IDs of each AcquireLeases of register (tests)
+	registerChunk int            // IDs registered (records read, leases taken) at a time
 
 	onEventMu sync.Mutex // OnEvent is called by one goroutine at a time
 
@@ -267,21 +269,22 @@ func New(client kubernetes.Interface, st *store.Store, opts Options) *Monitor {
 		opts.ClusterWide = DefaultClusterWide
 	}
 	m := &Monitor{
-		client:       client,
-		st:           st,
-		opts:         opts,
-		pollEvery:    pollInterval,
-		releaseChunk: releaseChunk,
-		getBackoff:   wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 5},
-		subs:         map[string]*subscription{},
-		wake:         make(chan struct{}, 1),
-		qwake:        make(chan struct{}, 1),
-		factories:    map[string]informers.SharedInformerFactory{},
-		informers:    map[string]*informer{},
-		narrowed:     map[string]bool{},
-		podCaches:    map[string]*podCache{},
-		syncCh:       make(chan syncResult),
-		sem:          make(chan struct{}, maxConfirm),
+		client:        client,
+		st:            st,
+		opts:          opts,
+		pollEvery:     pollInterval,
+		releaseChunk:  releaseChunk,
+		registerChunk: registerChunk,
+		getBackoff:    wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 5},
+		subs:          map[string]*subscription{},
+		wake:          make(chan struct{}, 1),
+		qwake:         make(chan struct{}, 1),
+		factories:     map[string]informers.SharedInformerFactory{},
+		informers:     map[string]*informer{},
+		narrowed:      map[string]bool{},
+		podCaches:     map[string]*podCache{},
+		syncCh:        make(chan syncResult),
+		sem:           make(chan struct{}, maxConfirm),
 	}
 	m.qcond = sync.NewCond(&m.qmu)
 	return m
@@ -310,6 +313,15 @@ func (m *Monitor) Add(ids ...runtimeid.ID) int {
 		signal(m.wake)
 	}
 	return n
+}
+
+// Has reports whether the runtime ID id is added and not finished: Add
+// would ignore it.
+func (m *Monitor) Has(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.subs[id]
+	return ok
 }
 
 // lookupLocked is the subscription of runtime rt for the object kind
@@ -477,6 +489,11 @@ func (m *Monitor) Run(ctx context.Context) (Summary, error) {
 // out (Monitor.releaseChunk).
 const releaseChunk = 2048
 
+// registerChunk is how many pending IDs register takes at a time
+// (Monitor.registerChunk): their records read, their leases taken in one
+// transaction, and those leased subscribed.
+const registerChunk = 2048
+
 // control is Run's loop: it registers added IDs, starts informers, reacts to
 // their sync, renews and takes over leases, and decides when Run is done.
 func (m *Monitor) control(ctx context.Context, heartbeat <-chan time.Time, writerDone <-chan error) (writerExited bool, err error) {
@@ -585,6 +602,25 @@ func (m *Monitor) register(ctx context.Context) error {
 			return err
 		}
 	}
+	// registerChunk IDs at a time: the IDs of a monitor --all arrive faster
+	// than they are registered, so one call may have tens of thousands of
+	// them, and their leases in one AcquireLeases are a JSON array of every
+	// ID parsed by SQLite (4 MB at 100,000), every row written in one
+	// transaction, and a map and a copy of every ID on each side: the
+	// mirror of the exit's ReleaseLeases (releaseChunk).
+	if v := klog.V(traceLevel); v.Enabled() {
+		v.InfoS("monitor: registering", "ids", len(ids))
+	}
+	for chunk := range slices.Chunk(ids, m.registerChunk) {
+		if err := m.registerChunkOf(ctx, chunk); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// registerChunkOf is register's work on one chunk of the pending IDs.
+func (m *Monitor) registerChunkOf(ctx context.Context, ids []string) error {
 	// The IDs are subs' keys: the lists that follow (leases, rechecks)
 	// share these strings instead of copies of their own.
 	live, err := m.liveRecords(ctx, ids)
@@ -593,6 +629,9 @@ func (m *Monitor) register(ctx context.Context) error {
 	}
 	if len(live) == 0 {
 		return nil
+	}
+	if m.onAcquire != nil {
+		m.onAcquire(live)
 	}
 	leased, err := m.st.AcquireLeases(ctx, m.opts.Owner, live, m.opts.LeaseTTL)
 	if err != nil {
