@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gobrave/kubectl-gobrave/internal/holdenv"
 	"github.com/gobrave/kubectl-gobrave/pkg/monitor"
 	"github.com/gobrave/kubectl-gobrave/pkg/store"
 )
@@ -354,12 +355,8 @@ func (s *scale) recoverOnce(ctx context.Context, plugin, what string, first bool
 // holdFor writes the cluster's environment to a file and waits until it is removed (see -hold).
 func (s *scale) holdFor(ctx context.Context) error {
 	f := filepath.Join(s.cl.tmp, "hold.env")
-	var b strings.Builder
-	for _, kv := range append(slices.Clone(s.cl.env), "TEMPLATE_DB="+s.template, "LIMIT_BIN="+limitBin, "LIMIT_SCOPE="+s.limitScope()) {
-		k, v, _ := strings.Cut(kv, "=")
-		fmt.Fprintf(&b, "export %s=%q\n", k, v)
-	}
-	if err := os.WriteFile(f, []byte(b.String()), 0o600); err != nil {
+	env := append(slices.Clone(s.cl.env), "TEMPLATE_DB="+s.template, "LIMIT_BIN="+limitBin, "LIMIT_SCOPE="+s.limitScope())
+	if err := os.WriteFile(f, holdenv.Format(env), 0o600); err != nil {
 		return err
 	}
 	logf("N=%d: holding; the environment is in %s (remove it to go on)", s.n, f)

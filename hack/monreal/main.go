@@ -32,12 +32,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/gobrave/kubectl-gobrave/internal/holdenv"
 	"github.com/gobrave/kubectl-gobrave/internal/memprobe"
 )
 
@@ -83,18 +83,9 @@ type result struct {
 var phaseNames = [3]string{"list/sync", "snapshot pass", "steady+exit"}
 
 func run(envFile string, n int, plugins []string, reps int, settle, sample time.Duration, outDir string) error {
-	env, err := readEnvFile(envFile)
+	env, template, err := holdenv.Read(envFile)
 	if err != nil {
 		return err
-	}
-	var template string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "TEMPLATE_DB="); ok {
-			template = v
-		}
-	}
-	if template == "" {
-		return fmt.Errorf("%s has no TEMPLATE_DB", envFile)
 	}
 	dir, err := os.MkdirTemp("", "monreal")
 	if err != nil {
@@ -300,27 +291,6 @@ func runOne(plugin, db string, env []string, n int, settle, sample time.Duration
 			}
 		}
 	}
-}
-
-// readEnvFile reads the `export K="V"` lines of a `hack/bench -hold` file as K=V.
-func readEnvFile(path string) ([]string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var env []string
-	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "export "))
-		k, v, ok := strings.Cut(line, "=")
-		if !ok || k == "" {
-			continue
-		}
-		if uq, err := strconv.Unquote(v); err == nil {
-			v = uq
-		}
-		env = append(env, k+"="+v)
-	}
-	return env, nil
 }
 
 func mib(kib int64) float64 { return float64(kib) / 1024 }

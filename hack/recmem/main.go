@@ -60,6 +60,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/gobrave/kubectl-gobrave/internal/genapi"
+	"github.com/gobrave/kubectl-gobrave/internal/holdenv"
 	"github.com/gobrave/kubectl-gobrave/internal/memprobe"
 	"github.com/gobrave/kubectl-gobrave/pkg/cmd"
 )
@@ -197,18 +198,9 @@ func printRun(n, r int, res result) {
 // recovers a fresh copy of its TEMPLATE_DB with the file's environment (requests are not
 // counted: the API server's audit log has them).
 func runReal(n int, plugins []string, reps int, every time.Duration, envFile string, extra []string) error {
-	env, err := readEnvFile(envFile)
+	env, template, err := holdenv.Read(envFile)
 	if err != nil {
 		return err
-	}
-	var template string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "TEMPLATE_DB="); ok {
-			template = v
-		}
-	}
-	if template == "" {
-		return fmt.Errorf("%s has no TEMPLATE_DB", envFile)
 	}
 	dir, err := os.MkdirTemp("", "recmem-real")
 	if err != nil {
@@ -239,27 +231,6 @@ func runReal(n int, plugins []string, reps int, every time.Duration, envFile str
 	}
 	printMedians(n, plugins, reps, byPlugin)
 	return nil
-}
-
-// readEnvFile reads the `export K="V"` lines of a `hack/bench -hold` file as K=V.
-func readEnvFile(path string) ([]string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var env []string
-	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "export "))
-		k, v, ok := strings.Cut(line, "=")
-		if !ok || k == "" {
-			continue
-		}
-		if uq, err := strconv.Unquote(v); err == nil {
-			v = uq
-		}
-		env = append(env, k+"="+v)
-	}
-	return env, nil
 }
 
 // printMedians closes an A/B run with each plugin's medians.
