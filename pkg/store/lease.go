@@ -241,13 +241,30 @@ func (s *Store) ApplyFree(ctx context.Context, o Owner, ids []string, ttl time.D
 // rewrote them all every 5 s, 1,206 pages of WAL and ~90 ms of CPU a renewal
 // (BenchmarkRenewLeases), in chunks of 2,048 rows between which the
 // monitor's writer waited for the write lock.
+//
+// While a process of a binary of schema 7 or older holds a lease
+// (olderOwnerQuery), o also sets the heartbeat of each of its own leases as
+// that binary did: it reads leases.heartbeat alone, and would otherwise take
+// o's leases over a TTL after they were acquired. This costs what a
+// renewal cost before schema 8, and only while such a process runs (an
+// upgrade with a monitor of the old binary still going).
 func (s *Store) RenewLeases(ctx context.Context, o Owner) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		if err := upsertOwner(ctx, tx, o, s.now().UTC(), true); err != nil {
+		now := s.now().UTC()
+		if err := upsertOwner(ctx, tx, o, now, true); err != nil {
 			return err
+		}
+		var older bool
+		if err := tx.QueryRowContext(ctx, olderOwnerQuery, o.ID, toDB(now.Add(-olderOwnerWindow))).Scan(&older); err != nil {
+			return err
+		}
+		if older {
+			if _, err := tx.ExecContext(ctx, "UPDATE leases SET heartbeat = ? WHERE owner = ?", toDB(now), o.ID); err != nil {
+				return err
+			}
 		}
 		_, err := tx.ExecContext(ctx, pruneOwnersQuery)
 		return err
@@ -257,6 +274,34 @@ func (s *Store) RenewLeases(ctx context.Context, o Owner) error {
 	}
 	return nil
 }
+
+// olderOwnerWindow is how recent a lease heartbeat of an older binary's
+// process must be for RenewLeases to count that process as running: such a
+// process renews every 5 s, so a minute without one means it is gone (its
+// leases are then stale and taken over by anyone).
+const olderOwnerWindow = time.Minute
+
+// olderOwnerQuery tells whether an owner other than ?1 renews its leases as
+// binaries of schema 7 and older do, with a lease heartbeat newer than ?2.
+// A binary of schema 8 sets a lease's heartbeat only when it takes the
+// lease, together with its owner row to the same time, and renews the row
+// alone: its leases are never newer than its row. An older binary renews
+// every lease and knows nothing of lease_owners: its leases are newer than
+// its row (the one the migration made) or it has none. It renews all its
+// leases each time, so the first of each owner tells.
+//
+// The owners are visited through the owner index (the next owner is the
+// least one above the last): a few index searches per process holding
+// leases, not a read of every lease.
+const olderOwnerQuery = `
+WITH RECURSIVE owners(o) AS (
+	SELECT (SELECT min(owner) FROM leases)
+	UNION ALL
+	SELECT (SELECT min(owner) FROM leases WHERE owner > o) FROM owners WHERE o IS NOT NULL
+)
+SELECT EXISTS (SELECT 1 FROM owners WHERE o IS NOT NULL AND o != ?1
+	AND (SELECT heartbeat FROM leases WHERE owner = o LIMIT 1) >
+		max(?2, coalesce((SELECT heartbeat FROM lease_owners WHERE owner = o), ?2)))`
 
 // upsertOwner sets, in tx, o's row of lease_owners to heartbeat now; when
 // ifLeases, only if o holds a lease.
