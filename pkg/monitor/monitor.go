@@ -1043,7 +1043,14 @@ func (m *Monitor) liveRecordsPage(ctx context.Context, ids []string, live []stri
 		m.mu.Lock()
 		if sub := m.subs[s]; sub != nil {
 			sub.setState(codeOf(w.State))
-			if sub.uid == "" {
+			switch {
+			case sub.uid != "":
+			case sub.e.hosted && sub.e.uid == w.UID:
+				// Its object was cached first (monitor --all lists
+				// faster than it registers): the cache's string, not
+				// a copy of the record's as well (48 bytes an ID).
+				sub.uid = sub.e.uid
+			default:
 				sub.uid = w.UID
 			}
 		}
