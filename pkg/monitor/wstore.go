@@ -139,9 +139,10 @@ func (s *wstore) transformed(obj any) (t any, ns, name string, ok bool, err erro
 	return t, ns, name, ok, nil
 }
 
-// hostedLocked is the hosted entry of ns/name, or nil.
+// hostedLocked is the hosted entry of ns/name, or nil (always, once the
+// store is dead: the entries are the live store's).
 func (s *wstore) hostedLocked(ns, name string, adopt bool) *wentry {
-	if s.host == nil {
+	if s.host == nil || s.dead {
 		return nil
 	}
 	return s.host.hostLocked(s.kind, ns, name, adopt)
