@@ -38,7 +38,7 @@ func (h subsHost) hostLocked(kind, ns, name string, adopt bool) *wentry {
 }
 
 func (h subsHost) eachHostedLocked(kind, ns string, fn func(e *wentry, ns, name string)) {
-	for _, sub := range h.m.subs {
+	for sub := range h.m.subs.all() {
 		if !sub.e.hosted {
 			continue
 		}

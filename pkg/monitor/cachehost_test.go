@@ -46,7 +46,7 @@ func TestCacheEntryInSubscription(t *testing.T) {
 	if err := ws.Add(job("ns", "early", "u2", batchv1.JobStatus{Active: 1})); err != nil {
 		t.Fatal(err)
 	}
-	sub := m.subs[id.String()]
+	sub := m.subs.get(id.String())
 	if !sub.e.hosted || sub.e.uid != "u1" || len(ws.items) != 1 || ws.items["ns|job|early"] == nil {
 		t.Fatalf("subscribed ns/task: entry %+v, store's own %d; want it in the subscription, only ns/early in the store's map", sub.e, len(ws.items))
 	}
@@ -55,7 +55,7 @@ func TestCacheEntryInSubscription(t *testing.T) {
 	}
 
 	m.Add(early)
-	if e := m.subs[early.String()].e; !e.hosted || e.uid != "u2" || len(ws.items) != 0 {
+	if e := m.subs.get(early.String()).e; !e.hosted || e.uid != "u2" || len(ws.items) != 0 {
 		t.Errorf("added after its object was cached: entry %+v, store's own %d; want it moved into the subscription", e, len(ws.items))
 	}
 
@@ -74,7 +74,7 @@ func TestCacheEntryInSubscription(t *testing.T) {
 	}
 
 	m.Add(id)
-	if e := m.subs[id.String()].e; !e.hosted || e.uid != "u1" || len(ws.items) != 0 {
+	if e := m.subs.get(id.String()).e; !e.hosted || e.uid != "u1" || len(ws.items) != 0 {
 		t.Errorf("added again: entry %+v, store's own %d; want it in the new subscription", e, len(ws.items))
 	}
 
@@ -88,8 +88,8 @@ func TestCacheEntryInSubscription(t *testing.T) {
 	if err := ws.Delete(job("ns", "task", "u3", batchv1.JobStatus{})); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := ws.get("ns", "task"); ok || m.subs[id.String()].e.hosted || ws.len() != 1 {
-		t.Errorf("after Delete: still held (%v), or hosted (%v), %d held; want gone, 1 held", ok, m.subs[id.String()].e.hosted, ws.len())
+	if _, ok := ws.get("ns", "task"); ok || m.subs.get(id.String()).e.hosted || ws.len() != 1 {
+		t.Errorf("after Delete: still held (%v), or hosted (%v), %d held; want gone, 1 held", ok, m.subs.get(id.String()).e.hosted, ws.len())
 	}
 }
 
@@ -104,7 +104,7 @@ func TestCacheEntryTwoRuntimes(t *testing.T) {
 	if err := ws.Add(job("ns", "task", "u1", batchv1.JobStatus{Active: 1})); err != nil {
 		t.Fatal(err)
 	}
-	a, b := m.subs[k8s.String()], m.subs[k3s.String()]
+	a, b := m.subs.get(k8s.String()), m.subs.get(k3s.String())
 	if a.e.hosted == b.e.hosted || ws.len() != 1 {
 		t.Fatalf("hosted by k8s %v, by k3s %v, %d held; want exactly one, 1", a.e.hosted, b.e.hosted, ws.len())
 	}
@@ -113,7 +113,7 @@ func TestCacheEntryTwoRuntimes(t *testing.T) {
 		host, other = k3s, k8s
 	}
 	m.finish(host.String(), true)
-	if e := m.subs[other.String()].e; !e.hosted || e.uid != "u1" || len(ws.items) != 0 {
+	if e := m.subs.get(other.String()).e; !e.hosted || e.uid != "u1" || len(ws.items) != 0 {
 		t.Errorf("after %s finished: %s's entry %+v, store's own %d; want it moved to %s", host, other, e, len(ws.items), other)
 	}
 }
@@ -143,13 +143,13 @@ func TestCacheEntryRelistSweeps(t *testing.T) {
 	if err := otherNS.Replace(nil, "2"); err != nil { // a relist of its own: sweeps nothing of ns
 		t.Fatal(err)
 	}
-	if !m.subs[a.String()].e.hosted || !m.subs[b.String()].e.hosted {
+	if !m.subs.get(a.String()).e.hosted || !m.subs.get(b.String()).e.hosted {
 		t.Fatal("another namespace's relist dropped ns's entries")
 	}
 	if err := ws.Replace([]any{job("ns", "a", "ua", running)}, "3"); err != nil {
 		t.Fatal(err)
 	}
-	if len(deleted) != 1 || deleted[0] != "b" || m.subs[b.String()].e.hosted || !m.subs[a.String()].e.hosted || ws.len() != 1 {
-		t.Errorf("after the relist: deleted %v, b hosted %v, %d held; want [b], false, 1", deleted, m.subs[b.String()].e.hosted, ws.len())
+	if len(deleted) != 1 || deleted[0] != "b" || m.subs.get(b.String()).e.hosted || !m.subs.get(a.String()).e.hosted || ws.len() != 1 {
+		t.Errorf("after the relist: deleted %v, b hosted %v, %d held; want [b], false, 1", deleted, m.subs.get(b.String()).e.hosted, ws.len())
 	}
 }

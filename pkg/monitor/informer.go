@@ -153,7 +153,7 @@ func (m *Monitor) narrow(ctx context.Context, inf *informer) error {
 	subsHost{m}.eachHostedLocked(inf.kind, "", func(e *wentry, _, _ string) { *e = wentry{} })
 	clear(inf.ws.items)
 	nss := map[string]bool{}
-	for _, s := range m.subs {
+	for s := range m.subs.all() {
 		if ns, kind, _ := s.parts(); s.has(flagWatched) && kind == inf.kind {
 			nss[ns] = true
 		}
@@ -400,7 +400,7 @@ func (m *Monitor) goneLocked(sub *subscription, at time.Time) []item {
 func (m *Monitor) snapshotAll(ctx context.Context, inf *informer) {
 	m.mu.Lock()
 	var subs []*subscription
-	for _, s := range m.subs {
+	for s := range m.subs.all() {
 		if ns, kind, _ := s.parts(); s.has(flagWatched) && !s.has(flagSnapshotted) && kind == inf.kind && (inf.namespace == "" || inf.namespace == ns) {
 			subs = append(subs, s)
 		}
@@ -443,7 +443,7 @@ func (m *Monitor) snapshotWith(inf *informer, sub *subscription, enqueue func(..
 	obj, exists := inf.ws.get(ns, name)
 	now := time.Now()
 	m.mu.Lock()
-	if m.subs[sub.id] != sub || !sub.has(flagWatched) || sub.has(flagSnapshotted) {
+	if m.subs.get(sub.id) != sub || !sub.has(flagWatched) || sub.has(flagSnapshotted) {
 		m.mu.Unlock()
 		return
 	}
@@ -555,7 +555,7 @@ func (m *Monitor) confirm(ctx context.Context, kind, ns string, group []missing)
 	m.mu.Lock()
 	for _, ms := range group {
 		sub := ms.sub
-		if m.subs[sub.id] != sub || !sub.has(flagWatched) {
+		if m.subs.get(sub.id) != sub || !sub.has(flagWatched) {
 			continue
 		}
 		_, _, name := sub.parts()
@@ -584,7 +584,7 @@ func (m *Monitor) recheckOutside() {
 		return
 	}
 	n := 0
-	for _, s := range m.subs {
+	for s := range m.subs.all() {
 		if s.has(flagOutside) {
 			m.missLocked(s)
 			n++

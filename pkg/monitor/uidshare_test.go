@@ -28,7 +28,7 @@ func TestRecordUIDSharesTheCachedOne(t *testing.T) {
 	if err != nil || len(live) != 1 {
 		t.Fatalf("liveRecords: %v, %v; want the ID", live, err)
 	}
-	sub := m.subs[id.String()]
+	sub := m.subs.get(id.String())
 	if sub.uid != uid || unsafe.StringData(sub.uid) != unsafe.StringData(sub.e.uid) {
 		t.Errorf("subscription UID %q (the cache's string: %v), want %q shared with the cache", sub.uid, unsafe.StringData(sub.uid) == unsafe.StringData(sub.e.uid), uid)
 	}
