@@ -67,7 +67,7 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 	// right after (snapshotAll), at the writer's pace.
 	infCtx, stop := context.WithCancel(ctx)
 	inf := &informer{namespace: fns, kind: kind, stop: stop, shareUID: m.uidFor(kind)}
-	inf.ws = newWstore(kind, inf.transform, m.keyFor(kind), func(obj any, deleted bool) { m.onObject(kind, obj, deleted) })
+	inf.ws = newWstore(kind, fns, inf.transform, subsHost{m}, func(obj any, deleted bool) { m.onObject(kind, obj, deleted) })
 	denied, onErr := watchErrorHandler(inf)
 	lw, typ, err := workloadListWatch(m.client, inf.ws, kind, fns, m.opts.SyncTimeout)
 	if err != nil {
@@ -82,6 +82,9 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 		WatchErrorHandlerWithContext: onErr,
 	})
 	m.informers[ik] = inf
+	m.mu.Lock()
+	m.wstores[ik] = inf.ws
+	m.mu.Unlock()
 	m.ctrls.Add(1)
 	go func() {
 		defer m.ctrls.Done()
@@ -144,8 +147,13 @@ func (m *Monitor) narrow(ctx context.Context, inf *informer) error {
 	delete(m.informers, "|"+inf.kind)
 	m.narrowed[inf.kind] = true
 	m.mu.Lock()
+	// Its cache goes (RBAC refused its list: it holds nothing in practice).
+	inf.ws.dead = true
+	delete(m.wstores, "|"+inf.kind)
+	subsHost{m}.eachHostedLocked(inf.kind, "", func(e *wentry, _, _ string) { *e = wentry{} })
+	clear(inf.ws.items)
 	nss := map[string]bool{}
-	for _, s := range m.subs {
+	for s := range m.subs.all() {
 		if ns, kind, _ := s.parts(); s.has(flagWatched) && kind == inf.kind {
 			nss[ns] = true
 		}
@@ -180,22 +188,6 @@ func watchErrorHandler(inf *informer) (<-chan error, cache.WatchErrorHandlerWith
 			return
 		}
 		cache.DefaultWatchErrorHandler(ctx, r, err)
-	}
-}
-
-// keyFor is the key of a wstore of kind for namespace/name: the substring
-// of a subscription's ID when one has that object (no string of its own),
-// else a new string.
-func (m *Monitor) keyFor(kind string) func(ns, name string) string {
-	return func(ns, name string) string {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		for _, rt := range m.runtimes {
-			if sub := m.lookupLocked(rt, ns, kind, name); sub != nil {
-				return sub.id[len(rt)+1:]
-			}
-		}
-		return ns + "|" + kind + "|" + name
 	}
 }
 
@@ -408,7 +400,7 @@ func (m *Monitor) goneLocked(sub *subscription, at time.Time) []item {
 func (m *Monitor) snapshotAll(ctx context.Context, inf *informer) {
 	m.mu.Lock()
 	var subs []*subscription
-	for _, s := range m.subs {
+	for s := range m.subs.all() {
 		if ns, kind, _ := s.parts(); s.has(flagWatched) && !s.has(flagSnapshotted) && kind == inf.kind && (inf.namespace == "" || inf.namespace == ns) {
 			subs = append(subs, s)
 		}
@@ -451,7 +443,7 @@ func (m *Monitor) snapshotWith(inf *informer, sub *subscription, enqueue func(..
 	obj, exists := inf.ws.get(ns, name)
 	now := time.Now()
 	m.mu.Lock()
-	if m.subs[sub.id] != sub || !sub.has(flagWatched) || sub.has(flagSnapshotted) {
+	if m.subs.get(sub.id) != sub || !sub.has(flagWatched) || sub.has(flagSnapshotted) {
 		m.mu.Unlock()
 		return
 	}
@@ -563,7 +555,7 @@ func (m *Monitor) confirm(ctx context.Context, kind, ns string, group []missing)
 	m.mu.Lock()
 	for _, ms := range group {
 		sub := ms.sub
-		if m.subs[sub.id] != sub || !sub.has(flagWatched) {
+		if m.subs.get(sub.id) != sub || !sub.has(flagWatched) {
 			continue
 		}
 		_, _, name := sub.parts()
@@ -592,7 +584,7 @@ func (m *Monitor) recheckOutside() {
 		return
 	}
 	n := 0
-	for _, s := range m.subs {
+	for s := range m.subs.all() {
 		if s.has(flagOutside) {
 			m.missLocked(s)
 			n++

@@ -116,8 +116,8 @@ type Monitor struct {
 	mu sync.Mutex
 	// subs is every ID added and not finished, by runtime ID: one
 	// subscription each (its lease, state and repeat filters), the only
-	// per-ID state of a Monitor (one map entry, one struct, one string).
-	subs       map[string]*subscription
+	// per-ID state of a Monitor (one slot of a table, one struct, one string).
+	subs       subSet
 	runtimes   []string        // the runtime names of the IDs added (k8s, k3s): the prefixes of subs' keys
 	nHeld      int             // subscriptions holding their lease (flagHeld)
 	nPassive   int             // subscriptions followed through the store (flagPassive)
@@ -135,6 +135,10 @@ type Monitor struct {
 	passes     int                  // snapshotAll passes running (confirmMissing waits)
 	podCaches  map[string]*podCache // by informer scope, "" cluster-wide
 	started    bool                 // Run was called
+	// wstores are the workload informers' stores by informer key (scope|kind):
+	// where a finished subscription's cache entry goes (unhostLocked), and
+	// where an added one finds its object's (Add).
+	wstores map[string]*wstore
 
 	wake chan struct{} // Add, a finished ID or a GET done: the control loop looks again
 
@@ -159,11 +163,12 @@ type Monitor struct {
 // subscription is one runtime ID added to the Monitor, from Add until it
 // is finished (terminal, or gone from the store): marked, then followed
 // through the store (flagPassive) or leased and watched (flagHeld,
-// flagWatched). It is all a Monitor keeps per ID: 48 bytes, its ID string
-// and a map entry. Its kind, namespace and name are read from the ID
-// (substrings, no copies). Two runtime IDs of one object (two runtime
-// profiles of one cluster) are two subscriptions, each with its own
-// repeat filters and UID.
+// flagWatched). It is all a Monitor keeps per ID: 96 bytes with its
+// object's workload cache entry, its ID string and a map entry. Its kind,
+// namespace and name are read from the ID (substrings, no copies). Two
+// runtime IDs of one object (two runtime profiles of one cluster) are two
+// subscriptions, each with its own repeat filters and UID; one of them
+// hosts the cache entry.
 type subscription struct {
 	id  string // <runtime>-<namespace>|<kind>|<name>: the key in Monitor.subs
 	uid string // the object's UID once known (the record's, then the cache's string)
@@ -173,6 +178,11 @@ type subscription struct {
 	// the record's state (obs) and the flags (pod): 48 bytes a
 	// subscription instead of 64 (the next size class), 1.6 MB at 100,000.
 	obs, pod uint64
+	// e is the object's entry in the workload informer's cache when
+	// e.hosted (wstore, subsHost), guarded by mu like the rest: one struct
+	// per ID instead of a subscription, a wentry and a wstore map entry
+	// (about 35 bytes less per ID).
+	e wentry
 }
 
 // hashBits masks a subscription word's hash; the top byte is the rest.
@@ -276,13 +286,14 @@ func New(client kubernetes.Interface, st *store.Store, opts Options) *Monitor {
 		releaseChunk:  releaseChunk,
 		registerChunk: registerChunk,
 		getBackoff:    wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 5},
-		subs:          map[string]*subscription{},
+		subs:          newSubSet(),
 		wake:          make(chan struct{}, 1),
 		qwake:         make(chan struct{}, 1),
 		factories:     map[string]informers.SharedInformerFactory{},
 		informers:     map[string]*informer{},
 		narrowed:      map[string]bool{},
 		podCaches:     map[string]*podCache{},
+		wstores:       map[string]*wstore{},
 		syncCh:        make(chan syncResult),
 		sem:           make(chan struct{}, maxConfirm),
 	}
@@ -298,13 +309,15 @@ func (m *Monitor) Add(ids ...runtimeid.ID) int {
 	n := 0
 	for _, id := range ids {
 		s := id.String()
-		if _, ok := m.subs[s]; ok {
+		if m.subs.get(s) != nil {
 			continue
 		}
 		if !slices.Contains(m.runtimes, id.Runtime) {
 			m.runtimes = append(m.runtimes, strings.Clone(id.Runtime))
 		}
-		m.subs[s] = &subscription{id: s}
+		sub := &subscription{id: s}
+		m.subs.put(sub)
+		m.adoptCachedLocked(sub)
 		m.pending = append(m.pending, s)
 		n++
 	}
@@ -320,7 +333,7 @@ func (m *Monitor) Add(ids ...runtimeid.ID) int {
 func (m *Monitor) Has(id string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, ok := m.subs[id]
+	ok := m.subs.get(id) != nil
 	return ok
 }
 
@@ -335,7 +348,7 @@ func (m *Monitor) lookupLocked(rt, ns, kind, name string) *subscription {
 	b = append(b, kind...)
 	b = append(b, '|')
 	b = append(b, name...)
-	return m.subs[string(b)]
+	return m.subs.getBytes(b)
 }
 
 // watchedLocked calls fn with each watched subscription of the object kind
@@ -390,7 +403,7 @@ func (m *Monitor) setOutsideLocked(sub *subscription, on bool) {
 // an observation (applied: it changed the record) and finishes the ID when
 // its record is terminal. It reports whether it finished it.
 func (m *Monitor) recordedLocked(id string, applied bool, st store.State) bool {
-	sub := m.subs[id]
+	sub := m.subs.get(id)
 	if sub == nil {
 		return false
 	}
@@ -455,7 +468,8 @@ func (m *Monitor) Run(ctx context.Context) (Summary, error) {
 	m.mu.Lock()
 	held := make([]string, 0, len(m.retired)+m.nHeld)
 	held = append(held, m.retired...)
-	for id, sub := range m.subs {
+	for sub := range m.subs.all() {
+		id := sub.id
 		if sub.has(flagHeld) {
 			held = append(held, id)
 		}
@@ -567,14 +581,14 @@ func (m *Monitor) finished() bool {
 				return false // the pods' status is not read yet
 			}
 		}
-		for _, s := range m.subs {
+		for s := range m.subs.all() {
 			if s.has(flagWatched) && !s.has(flagSnapshotted) {
 				return false
 			}
 		}
 		return true
 	}
-	return !m.opts.Follow && len(m.subs) == 0
+	return !m.opts.Follow && m.subs.len() == 0
 }
 
 // register reads the pending IDs' records, leases what it can and subscribes.
@@ -650,7 +664,7 @@ func (m *Monitor) registerChunkOf(ctx context.Context, ids []string) error {
 
 	m.mu.Lock()
 	for _, s := range live {
-		sub := m.subs[s]
+		sub := m.subs.get(s)
 		if sub == nil {
 			continue
 		}
@@ -659,7 +673,8 @@ func (m *Monitor) registerChunkOf(ctx context.Context, ids []string) error {
 			m.reattached++
 		case m.opts.Once:
 			// Another process watches it: not ours to check.
-			delete(m.subs, s)
+			m.unhostLocked(sub)
+			m.subs.del(s)
 			continue
 		default:
 			m.reattached++
@@ -696,7 +711,7 @@ func (m *Monitor) subscribe(ctx context.Context, leased []string) error {
 	var fresh []*subscription
 	m.mu.Lock()
 	for _, s := range leased {
-		sub := m.subs[s]
+		sub := m.subs.get(s)
 		if sub == nil {
 			m.retired = append(m.retired, s) // finished meanwhile: release it
 			continue
@@ -735,7 +750,8 @@ func (m *Monitor) heartbeat(ctx context.Context) error {
 	anyHeld := m.nHeld+len(m.retired) > 0
 	others := make([]string, 0, m.nPassive)
 	if m.nPassive > 0 {
-		for s, sub := range m.subs {
+		for sub := range m.subs.all() {
+			s := sub.id
 			if sub.has(flagPassive) {
 				others = append(others, s)
 			}
@@ -779,7 +795,7 @@ func (m *Monitor) heartbeat(ctx context.Context) error {
 			continue
 		}
 		taken = append(taken, s)
-		if sub := m.subs[s]; sub != nil {
+		if sub := m.subs.get(s); sub != nil {
 			m.setHeldLocked(sub, true)
 		} else {
 			m.retired = append(m.retired, s)
@@ -820,7 +836,7 @@ func (m *Monitor) releaseRetired(ctx context.Context) error {
 	}
 	m.mu.Lock()
 	for _, id := range ids {
-		if sub := m.subs[id]; sub != nil {
+		if sub := m.subs.get(id); sub != nil {
 			m.setHeldLocked(sub, false)
 		}
 	}
@@ -855,7 +871,7 @@ func (m *Monitor) finish(s string, terminal bool) {
 }
 
 func (m *Monitor) finishLocked(s string, terminal bool) {
-	sub := m.subs[s]
+	sub := m.subs.get(s)
 	if sub == nil {
 		return
 	}
@@ -869,7 +885,8 @@ func (m *Monitor) finishLocked(s string, terminal bool) {
 	m.setPassiveLocked(sub, false)
 	m.setOutsideLocked(sub, false)
 	sub.set(flagWatched, false)
-	delete(m.subs, s)
+	m.unhostLocked(sub)
+	m.subs.del(s)
 }
 
 // maxQueue bounds the observations the informers' handlers queue for the
@@ -1026,9 +1043,16 @@ func (m *Monitor) liveRecordsPage(ctx context.Context, ids []string, live []stri
 			continue
 		}
 		m.mu.Lock()
-		if sub := m.subs[s]; sub != nil {
+		if sub := m.subs.get(s); sub != nil {
 			sub.setState(codeOf(w.State))
-			if sub.uid == "" {
+			switch {
+			case sub.uid != "":
+			case sub.e.hosted && sub.e.uid == w.UID:
+				// Its object was cached first (monitor --all lists
+				// faster than it registers): the cache's string, not
+				// a copy of the record's as well (48 bytes an ID).
+				sub.uid = sub.e.uid
+			default:
 				sub.uid = w.UID
 			}
 		}

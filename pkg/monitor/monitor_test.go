@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -556,7 +555,7 @@ func TestHandlers(t *testing.T) {
 		m.runtimes = []string{id.Runtime}
 		sub := &subscription{id: id.String(), uid: uid}
 		sub.set(flagWatched, true)
-		m.subs[id.String()] = sub
+		m.subs.put(sub)
 		return m
 	}
 	queued := func(m *Monitor) []string {
@@ -776,20 +775,12 @@ func TestCacheHoldsObservations(t *testing.T) {
 		t.Fatalf("%d cached objects, want 1", n)
 	}
 	// What the mapping needs, not the object: its UID and observation,
-	// under a key that is the subscription's ID's own substring.
-	var key string
-	var entry *wentry
-	for k, e := range inf.ws.items {
-		key, entry = k, e
-	}
-	if key != "ns|job|task" || entry.uid != "u1" {
-		t.Errorf("cached %q, UID %q; want ns|job|task, u1", key, entry.uid)
-	}
+	// kept in the subscription (no entry or key of the cache's own).
 	m.mu.Lock()
-	sub := m.subs[id.String()]
+	sub, own := m.subs.get(id.String()), len(inf.ws.items)
 	m.mu.Unlock()
-	if sub == nil || unsafe.StringData(key) != unsafe.StringData(sub.id[len(id.Runtime)+1:]) {
-		t.Errorf("the cache's key is a string of its own, not a substring of the subscription's ID")
+	if own != 0 || sub == nil || !sub.e.hosted || sub.e.uid != "u1" {
+		t.Errorf("cache: %d entries of its own, subscription %+v; want none, the entry (UID u1) in the subscription", own, sub)
 	}
 	got, ok := inf.ws.get("ns", "task")
 	if !ok {
@@ -1136,7 +1127,7 @@ func TestTwoMonitors(t *testing.T) {
 func leasing(m *Monitor) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, s := range m.subs {
+	for s := range m.subs.all() {
 		if s.has(flagWatched) {
 			return 1
 		}
@@ -1148,7 +1139,7 @@ func leasing(m *Monitor) int {
 func snapshotted(m *Monitor, id runtimeid.ID) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := m.subs[id.String()]
+	s := m.subs.get(id.String())
 	return s != nil && s.has(flagSnapshotted)
 }
 
@@ -1157,7 +1148,7 @@ func registered(m *Monitor) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
-	for _, s := range m.subs {
+	for s := range m.subs.all() {
 		if s.has(flagPassive) || s.has(flagWatched) {
 			n++
 		}
@@ -1207,7 +1198,7 @@ func TestLeaseTakeover(t *testing.T) {
 	eventually(t, "the ID followed through the store", func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		s := m.subs[id.String()]
+		s := m.subs.get(id.String())
 		return s != nil && s.has(flagPassive)
 	})
 	killGhost()
@@ -1312,7 +1303,7 @@ func TestDeleteRequestedOfHeldID(t *testing.T) {
 	eventually(t, "the request polled", func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		s := m.subs[id.String()]
+		s := m.subs.get(id.String())
 		return s != nil && s.state() == codeOf(store.StateDeleted)
 	})
 	if err := client.AppsV1().Deployments("ns").Delete(t.Context(), "web", metav1.DeleteOptions{}); err != nil {
@@ -1547,7 +1538,7 @@ func TestInitialListDoesNotWaitForWriter(t *testing.T) {
 		m.Add(jobID("ns", fmt.Sprintf("task-%04d", i)))
 	}
 	m.mu.Lock()
-	for _, s := range m.subs {
+	for s := range m.subs.all() {
 		s.set(flagWatched, true)
 	}
 	m.mu.Unlock()

@@ -158,7 +158,7 @@ func (m *Monitor) podSynced(ctx context.Context, r syncResult) error {
 			return nil
 		}
 	} else {
-		for _, s := range m.subs {
+		for s := range m.subs.all() {
 			if ns, _, _ := s.parts(); s.has(flagWatched) && (r.inf.namespace == "" || r.inf.namespace == ns) {
 				items = append(items, m.podObserveLocked(s, now)...)
 			}

@@ -20,10 +20,10 @@ func TestWorkloadCacheSharesTheSubscriptionsUID(t *testing.T) {
 	id := jobID("ns", "task")
 	m.Add(id)
 	recorded := strings.Clone("0d5c6a3e-2f0b-4c59-9f7e-6b1f1f1c9d20")
-	m.subs[id.String()].uid = recorded
+	m.subs.get(id.String()).uid = recorded
 
 	inf := &informer{namespace: "", kind: "job", shareUID: m.uidFor("job")}
-	ws := newWstore("job", inf.transform, m.keyFor("job"), func(any, bool) {})
+	ws := newWstore("job", "", inf.transform, subsHost{m}, func(any, bool) {})
 	same := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
 
 	decoded := strings.Clone(recorded) // the decoder's string: equal, not the same
@@ -34,8 +34,8 @@ func TestWorkloadCacheSharesTheSubscriptionsUID(t *testing.T) {
 	if err := ws.Add(job("ns", "other", other, batchv1.JobStatus{Active: 1})); err != nil {
 		t.Fatal(err)
 	}
-	e := ws.items["ns|job|task"]
-	if e == nil || e.uid != recorded {
+	e := &m.subs.get(id.String()).e // hosted by the subscription
+	if !e.hosted || e.uid != recorded {
 		t.Fatalf("entry of ns/task = %+v, want UID %s", e, recorded)
 	}
 	if !same(e.uid, recorded) {
@@ -50,10 +50,10 @@ func TestWorkloadCacheSharesTheSubscriptionsUID(t *testing.T) {
 	if err := ws.Update(job("ns", "task", newer, batchv1.JobStatus{Active: 1})); err != nil {
 		t.Fatal(err)
 	}
-	if e := ws.items["ns|job|task"]; e.uid != newer || !same(e.uid, newer) {
+	if e := &m.subs.get(id.String()).e; e.uid != newer || !same(e.uid, newer) {
 		t.Errorf("after a new UID, entry UID = %q (shared with the record: %v), want the object's %q", e.uid, same(e.uid, recorded), newer)
 	}
-	if s := m.subs[id.String()].uid; !same(s, recorded) {
+	if s := m.subs.get(id.String()).uid; !same(s, recorded) {
 		t.Errorf("the subscription's UID changed to %q: only the writer's mapping (observeLocked) moves it", s)
 	}
 }

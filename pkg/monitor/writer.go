@@ -320,7 +320,7 @@ func (m *Monitor) followEvents(ctx context.Context, after int64, evs []store.Eve
 	m.mu.Lock()
 	for _, e := range evs {
 		last = max(last, e.Seq)
-		sub := m.subs[e.RuntimeID]
+		sub := m.subs.get(e.RuntimeID)
 		passive := sub != nil && sub.has(flagPassive)
 		if passive {
 			mine = append(mine, e)
@@ -347,7 +347,7 @@ func (m *Monitor) followEvents(ctx context.Context, after int64, evs []store.Eve
 	wake := false
 	m.mu.Lock()
 	for _, s := range ids {
-		sub := m.subs[s]
+		sub := m.subs.get(s)
 		if sub == nil {
 			continue // finished meanwhile
 		}

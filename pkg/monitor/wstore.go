@@ -22,7 +22,9 @@ import (
 // wentry is what a workload informer keeps of one object: its UID and its
 // observation, encoded as compacted encodes it. Its namespace and name are
 // in its key; no resource version (the reflector tracks its own). 48
-// bytes and the UID string, which the object's subscription shares.
+// bytes and the UID string, which the object's subscription shares. The
+// entry of an object with a subscription is a field of the subscription
+// (hosted): one struct per ID instead of two and a map entry each.
 type wentry struct {
 	uid               string
 	text              *obsText
@@ -30,6 +32,7 @@ type wentry struct {
 	exitCode          int32
 	typ, flags        uint8
 	gen               uint8 // the Replace that last stored it (wstore.Replace)
+	hosted            bool  // a subscription's field, held for the wstore serving its object
 }
 
 // entryOf is the entry of c.
@@ -43,14 +46,27 @@ func (e *wentry) view(ns, name string) *compacted {
 		exitCode: e.exitCode, typ: e.typ, flags: e.flags}
 }
 
+// entryHost keeps the entries of the objects that have a subscription, in
+// the subscriptions themselves (Monitor: subsHost). Its lock is the
+// wstore's: what it hosts and the wstore's own maps change together.
+type entryHost interface {
+	sync.Locker
+	// hostLocked is the entry of the object kind ns/name a subscription
+	// hosts; with adopt, when none does, the entry of a subscription of
+	// that object, hosted from now on; nil when the object has none.
+	hostLocked(kind, ns, name string, adopt bool) *wentry
+	// eachHostedLocked calls fn with each hosted entry of kind in
+	// namespace ns ("" every namespace).
+	eachHostedLocked(kind, ns string, fn func(e *wentry, ns, name string))
+}
+
 // wstore is the cache of a workload informer (one kind in one scope) and
 // its event source: the store a cache.Reflector fills (through
 // cache.Controller, which owns the reflector's retries, relists after an
 // expired watch and error handler), in place of a shared informer's
 // DeltaFIFO, indexer and notification buffers. It keeps one wentry per
-// object, keyed "namespace|kind|name": for an object with a subscription,
-// that key is a substring of the subscription's ID (keyFor), not a string
-// of its own.
+// object: in the object's subscription when it has one (the host's), else
+// in a map of its own keyed "namespace|kind|name".
 //
 // After the first Replace (the initial list) has filled it, each Add,
 // Update and Delete calls onEvent; a later Replace (a relist: the watch
@@ -59,19 +75,21 @@ func (e *wentry) view(ns, name string) *compacted {
 // was down). Every call is on the reflector's goroutine, never under mu.
 type wstore struct {
 	kind      string
+	namespace string // "" all
 	transform cache.TransformFunc
-	// keyFor is the key of namespace/name: the subscription's ID's
-	// substring when there is one, else a new string.
-	keyFor  func(ns, name string) string
-	onEvent func(obj any, deleted bool)
+	host      entryHost // nil: every entry in items
+	onEvent   func(obj any, deleted bool)
 
-	mu    sync.Mutex
-	items map[string]*wentry
-	whole map[string]any // objects the transform could not compact (none in practice)
-	gen   uint8          // of the last Replace
+	// mu is the host's lock (with a host), else the store's own.
+	mu    sync.Locker
+	items map[string]*wentry // the objects no subscription hosts
+	whole map[string]any     // objects the transform could not compact (none in practice)
+	gen   uint8              // of the last Replace
 	// streamed: the last list was streamList's, whose objects are stored
 	// already (with gen): the Replace that follows only sweeps.
 	streamed bool
+	// dead: replaced by other informers (Monitor.narrow); stores nothing.
+	dead bool
 
 	synced     chan struct{} // closed at the first Replace
 	syncedOnce sync.Once
@@ -84,9 +102,16 @@ var (
 	_ cache.TransformingStore = (*wstore)(nil)
 )
 
-func newWstore(kind string, transform cache.TransformFunc, keyFor func(ns, name string) string, onEvent func(any, bool)) *wstore {
-	return &wstore{kind: kind, transform: transform, keyFor: keyFor, onEvent: onEvent,
+// newWstore is the store of kind in namespace ns ("" all); host, when not
+// nil, keeps the entries of the subscribed objects.
+func newWstore(kind, ns string, transform cache.TransformFunc, host entryHost, onEvent func(any, bool)) *wstore {
+	s := &wstore{kind: kind, namespace: ns, transform: transform, host: host, onEvent: onEvent,
 		items: map[string]*wentry{}, synced: make(chan struct{}), closed: make(chan struct{})}
+	s.mu = host
+	if host == nil {
+		s.mu = &sync.Mutex{}
+	}
+	return s
 }
 
 // keyBytes is the key of ns/name in buf.
@@ -114,35 +139,48 @@ func (s *wstore) transformed(obj any) (t any, ns, name string, ok bool, err erro
 	return t, ns, name, ok, nil
 }
 
-// setLocked stores t under the key in b: in place when it is held (the
-// key string stays the one stored), else under keyFor's key. It returns
-// false when the key is not held and t is a compacted object: the caller
-// then inserts it with insertLocked (keyFor takes the Monitor's lock,
-// which is not taken under mu).
-func (s *wstore) setLocked(b []byte, t any, gen uint8) bool {
-	c, ok := t.(*compacted)
-	if e := s.items[string(b)]; e != nil && ok {
-		*e = entryOf(c)
-		e.gen = gen
-		return true
+// hostedLocked is the hosted entry of ns/name, or nil (always, once the
+// store is dead: the entries are the live store's).
+func (s *wstore) hostedLocked(ns, name string, adopt bool) *wentry {
+	if s.host == nil || s.dead {
+		return nil
 	}
+	return s.host.hostLocked(s.kind, ns, name, adopt)
+}
+
+// setLocked stores t, the object ns/name under the key in b: in place
+// when it is held, else in its subscription's entry (adopted), else under
+// a new key of the store's own.
+func (s *wstore) setLocked(b []byte, ns, name string, t any, gen uint8) {
+	if s.dead {
+		return
+	}
+	c, ok := t.(*compacted)
 	if !ok {
 		delete(s.items, string(b))
+		if e := s.hostedLocked(ns, name, false); e != nil {
+			*e = wentry{}
+		}
 		if s.whole == nil {
 			s.whole = map[string]any{}
 		}
 		s.whole[string(b)] = t
-		return true
+		return
 	}
-	return false
-}
-
-// insertLocked stores compacted c under key, a new key.
-func (s *wstore) insertLocked(key string, c *compacted, gen uint8) {
-	e := entryOf(c)
-	e.gen = gen
-	s.items[key] = &e
-	delete(s.whole, key)
+	e := s.items[string(b)]
+	if e == nil {
+		e = s.hostedLocked(ns, name, true)
+	}
+	if e == nil {
+		e = new(wentry)
+		s.items[string(b)] = e
+	}
+	hosted := e.hosted
+	*e = entryOf(c)
+	e.gen, e.hosted = gen, hosted
+	if s.whole != nil {
+		delete(s.whole, string(b))
+	}
 }
 
 func (s *wstore) isSynced() bool {
@@ -176,14 +214,7 @@ func (s *wstore) store(t any, ns, name string) {
 	var buf [192]byte
 	b := s.keyBytes(buf[:0], ns, name)
 	s.mu.Lock()
-	done := s.setLocked(b, t, s.gen)
-	s.mu.Unlock()
-	if done {
-		return
-	}
-	key := s.keyFor(ns, name)
-	s.mu.Lock()
-	s.insertLocked(key, t.(*compacted), s.gen)
+	s.setLocked(b, ns, name, t, s.gen)
 	s.mu.Unlock()
 }
 
@@ -201,6 +232,9 @@ func (s *wstore) Delete(obj any) error {
 	s.mu.Lock()
 	delete(s.items, string(b))
 	delete(s.whole, string(b))
+	if e := s.hostedLocked(ns, name, false); e != nil {
+		*e = wentry{}
+	}
 	s.mu.Unlock()
 	if s.isSynced() {
 		s.onEvent(t, true)
@@ -246,6 +280,14 @@ func (s *wstore) Replace(list []any, _ string) error {
 			delete(s.items, k)
 		}
 	}
+	if s.host != nil && !s.dead {
+		s.host.eachHostedLocked(s.kind, s.namespace, func(e *wentry, ns, name string) {
+			if e.gen != gen {
+				gone = append(gone, e.view(ns, name))
+				*e = wentry{}
+			}
+		})
+	}
 	if s.whole != nil {
 		listed := map[any]bool{}
 		for _, t := range list {
@@ -287,6 +329,9 @@ func (s *wstore) get(ns, name string) (any, bool) {
 	if e, ok := s.items[string(b)]; ok {
 		return e.view(ns, name), true
 	}
+	if e := s.hostedLocked(ns, name, false); e != nil {
+		return e.view(ns, name), true
+	}
 	t, ok := s.whole[string(b)]
 	return t, ok
 }
@@ -295,7 +340,11 @@ func (s *wstore) get(ns, name string) (any, bool) {
 func (s *wstore) len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.items) + len(s.whole)
+	n := len(s.items) + len(s.whole)
+	if s.host != nil {
+		s.host.eachHostedLocked(s.kind, s.namespace, func(*wentry, string, string) { n++ })
+	}
+	return n
 }
 
 // Resync does nothing: the informers have no resync period.

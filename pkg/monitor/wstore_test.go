@@ -26,7 +26,7 @@ func TestWstoreReplace(t *testing.T) {
 		deleted   bool
 	}
 	var got []ev
-	s := newWstore("job", compact, func(ns, name string) string { return ns + "|job|" + name }, func(obj any, deleted bool) {
+	s := newWstore("job", "", compact, nil, func(obj any, deleted bool) {
 		_, name, uid, _ := identity(obj)
 		got = append(got, ev{name, uid, deleted})
 	})
@@ -138,7 +138,7 @@ func TestWstoreStreamList(t *testing.T) {
 		deleted bool
 	}
 	var got []ev
-	s := newWstore("job", compact, func(ns, name string) string { return ns + "|job|" + name }, func(obj any, deleted bool) {
+	s := newWstore("job", "", compact, nil, func(obj any, deleted bool) {
 		_, name, _, _ := identity(obj)
 		got = append(got, ev{name, deleted})
 	})
