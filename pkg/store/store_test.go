@@ -1020,7 +1020,7 @@ func TestMigrateSchema5(t *testing.T) {
 	// Every query by record follows the chain by seq (schema 9) and never
 	// scans the events.
 	for _, q := range []string{
-		historyOf + "SELECT " + eventColumns + " FROM events WHERE seq IN (SELECT seq FROM chain) ORDER BY seq",
+		historyQuery + " ORDER BY seq",
 		seenBeforeQuery,
 		onceQuery,
 		fmt.Sprintf(chainOf, "?") + "DELETE FROM events WHERE seq IN (SELECT seq FROM chain)",

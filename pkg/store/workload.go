@@ -184,13 +184,18 @@ func readHead(ctx context.Context, tx *sql.Tx, id string) (chainHead, error) {
 	return h, err
 }
 
-// historyOf selects the seqs of the events of the records of a JSON array
-// of runtime IDs (its one argument), following each record's chain.
-const historyOf = `WITH RECURSIVE chain(seq) AS (
-	SELECT w.last_seq FROM json_each(?) j JOIN workloads w ON w.runtime_id = j.value WHERE w.last_seq != 0
+// historyQuery reads the events of the records of a JSON array of runtime
+// IDs (its one argument), following each record's chain: the chain's rows
+// carry the events' columns, so each event is looked up once, by its seq.
+var historyQuery = func() string {
+	cols := eventColumns + ", prev"
+	e := "e." + strings.ReplaceAll(cols, ", ", ", e.")
+	return `WITH RECURSIVE chain(` + cols + `) AS (
+	SELECT ` + e + ` FROM json_each(?) j JOIN workloads w ON w.runtime_id = j.value JOIN events e ON e.seq = w.last_seq
 	UNION ALL
-	SELECT e.prev FROM chain c JOIN events e ON e.seq = c.seq WHERE e.prev != 0)
-`
+	SELECT ` + e + ` FROM chain c JOIN events e ON e.seq = c.prev WHERE c.prev != 0)
+SELECT ` + eventColumns + ` FROM chain`
+}()
 
 // chainOf selects the seqs of the events of the records whose runtime IDs
 // the statement's subquery ids (in place of %s) selects.
@@ -377,7 +382,7 @@ func (s *Store) Events(ctx context.Context, runtimeIDs ...string) ([]Event, erro
 			return nil, err
 		}
 		// Each record's chain (schema 9: events has no index by record).
-		q = historyOf + q + " WHERE seq IN (SELECT seq FROM chain)"
+		q = historyQuery
 		args = append(args, list)
 	}
 	return s.queryEvents(ctx, q+" ORDER BY seq", args...)
