@@ -55,6 +55,7 @@ func execEvent(ctx context.Context, s *Store, args ...any) (int64, error) {
 // and AUTOINCREMENT goes on after the largest seq ever given.
 func TestMigrateSchema8(t *testing.T) {
 	ctx := context.Background()
+	openTest(t) // SQLite takes the store's allocator and mutexes before the first connection below
 	path := filepath.Join(t.TempDir(), "state.db")
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
@@ -156,5 +157,36 @@ func TestMigrateSchema8(t *testing.T) {
 	}
 	if err := s.IntegrityCheck(ctx); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestOnceOtherUID: an observed event about a UID other than the one the
+// record's once columns keep is still recorded once per epoch (found on the
+// chain), and one of a new epoch is recorded again.
+func TestOnceOtherUID(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	w := workload("default", "job", "j")
+	w.UID = "u1"
+	mustPut(t, s, w)
+	rec := func(uid string, epoch int) int64 {
+		t.Helper()
+		seq, err := execEvent(ctx, s, w.RuntimeID, string(ContainerExited), "", uid, epoch, true, int64(0), "", nil, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seq
+	}
+	if rec("u1", 1) == 0 || rec("u1", 1) != 0 {
+		t.Error("u1: want recorded once")
+	}
+	if rec("u2", 1) == 0 || rec("u2", 1) != 0 || rec("u1", 1) != 0 {
+		t.Error("u2: want recorded once, u1 still once")
+	}
+	if rec("u2", 2) == 0 || rec("u2", 2) != 0 || rec("u1", 2) == 0 {
+		t.Error("epoch 2: want each recorded once again")
+	}
+	if n := countEvents(t, s.db, w.RuntimeID, ContainerExited); n != 4 {
+		t.Errorf("%d ContainerExited events, want 4", n)
 	}
 }
