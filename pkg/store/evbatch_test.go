@@ -249,11 +249,8 @@ func TestApplyBatchSeqNeverReused(t *testing.T) {
 	}
 	var next int64
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		r, err := tx.ExecContext(ctx, insertEvent(false), ids[0], string(StartRequested), "", "", 2, false, 0, "", nil, nil, nil)
-		if err != nil {
-			return err
-		}
-		next, err = r.LastInsertId()
+		var err error
+		next, err = execEventTx(ctx, tx, ids[0], string(StartRequested), "", "", 2, false, 0, "", nil, nil, nil)
 		return err
 	})
 	if err != nil {

@@ -35,7 +35,11 @@ func (s *Store) SetObjectUID(ctx context.Context, runtimeID string, epoch int, u
 		}
 		ok = true
 		// The request of this epoch made the object: its event names it.
-		_, err = tx.ExecContext(ctx, "UPDATE events SET uid = ? WHERE runtime_id = ? AND epoch = ? AND observed = 0 AND uid = ''", uid, runtimeID, epoch)
+		_, err = tx.ExecContext(ctx, `WITH RECURSIVE chain(seq) AS (
+	SELECT last_seq FROM workloads WHERE runtime_id = ?2 AND last_seq != 0
+	UNION ALL
+	SELECT e.prev FROM chain c JOIN events e ON e.seq = c.seq WHERE e.prev != 0 AND e.epoch >= ?3)
+UPDATE events SET uid = ?1 WHERE seq IN (SELECT seq FROM chain) AND epoch = ?3 AND observed = 0 AND uid = ''`, uid, runtimeID, epoch)
 		return err
 	})
 	if err != nil {
@@ -62,7 +66,7 @@ func (s *Store) Forget(ctx context.Context, runtimeID string, epoch int) error {
 			return ErrSuperseded
 		}
 		for _, q := range []string{
-			"DELETE FROM events WHERE runtime_id = ?",
+			fmt.Sprintf(chainOf, "?") + "DELETE FROM events WHERE seq IN (SELECT seq FROM chain)",
 			"DELETE FROM leases WHERE runtime_id = ?",
 			"DELETE FROM workloads WHERE runtime_id = ?",
 		} {
@@ -105,9 +109,17 @@ func (s *Store) Restore(ctx context.Context, old Workload, epoch int, msg string
 		} else if n == 0 {
 			return ErrSuperseded
 		}
-		_, err = tx.ExecContext(ctx, insertEvent(false), old.RuntimeID, string(RequestFailed), msg, old.UID, epoch, false, toDB(now),
+		h, err := readHead(ctx, tx, old.RuntimeID)
+		if err != nil {
+			return err
+		}
+		seq, err := appendEvent(ctx, tx, h.last, old.RuntimeID, string(RequestFailed), msg, old.UID, epoch, false, toDB(now),
 			"", nil, nil, nil)
-		return err
+		if err != nil {
+			return err
+		}
+		h.recorded(seq, epoch, RequestFailed, old.UID, false)
+		return h.write(ctx, tx, old.RuntimeID)
 	})
 	if errors.Is(err, ErrSuperseded) {
 		return err
@@ -127,8 +139,11 @@ func (s *Store) Restore(ctx context.Context, old Workload, epoch int, msg string
 func (s *Store) UnconfirmedDeletes(ctx context.Context) ([]Workload, error) {
 	cols := strings.Replace(workloadColumns, "spec,", "'' AS spec,", 1)
 	rows, err := s.db.QueryContext(ctx, "SELECT "+cols+` FROM workloads w
-WHERE w.state = ? AND NOT EXISTS (
-	SELECT 1 FROM events e WHERE e.runtime_id = w.runtime_id AND e.epoch = w.epoch AND e.type = ?)
+WHERE w.state = ? AND NOT EXISTS (WITH RECURSIVE chain(seq) AS (
+		SELECT w.last_seq WHERE w.last_seq != 0
+		UNION ALL
+		SELECT e.prev FROM chain c JOIN events e ON e.seq = c.seq WHERE e.prev != 0 AND e.epoch >= w.epoch)
+	SELECT 1 FROM chain c JOIN events e ON e.seq = c.seq WHERE e.epoch = w.epoch AND e.type = ?)
 ORDER BY namespace, kind, name, runtime_id`, string(StateDeleted), string(ContainerDeleted))
 	if err != nil {
 		return nil, s.fail("list unconfirmed deletes", err)

@@ -164,7 +164,7 @@ func TestStreamBatchPages(t *testing.T) {
 				w.RuntimeID, w.Namespace, w.Name, `{"name":"`+w.Name+`","image":"nginx:1.27","workloadKind":"deployment","env":{"A":"1"}}`); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, insertEvent(false), w.RuntimeID, string(Created), "", "u", 1, false, 0, "", nil, nil, nil); err != nil {
+			if _, err := execEventTx(ctx, tx, w.RuntimeID, string(Created), "", "u", 1, false, 0, "", nil, nil, nil); err != nil {
 				return err
 			}
 		}

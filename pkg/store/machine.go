@@ -219,13 +219,14 @@ func (a *applier) run(ctx context.Context, ts []Transition, now time.Time) ([]Ap
 // applier is one ApplyBatch transaction: the records of its runtime IDs,
 // moved in memory, and the statements it reuses.
 type applier struct {
-	s                      *Store
-	tx                     *sql.Tx
-	insert, insertObserved *sql.Stmt // of tx
-	recs                   map[string]*Workload
-	dirty                  []string // runtime IDs whose record moved, in first-move order
-	isDirty                map[string]bool
-	decoded                chan decodedSpecs
+	s       *Store
+	tx      *sql.Tx
+	insert  *sql.Stmt // of tx
+	recs    map[string]*Workload
+	chains  map[string]*chainHead
+	dirty   []string // runtime IDs whose record moved, in first-move order
+	isDirty map[string]bool
+	decoded chan decodedSpecs
 }
 
 type decodedSpecs struct {
@@ -256,6 +257,7 @@ func newApplier(ctx context.Context, s *Store, tx *sql.Tx, ts []Transition, spec
 // (with clusters only).
 type readBatch struct {
 	recs     map[string]*Workload
+	chains   map[string]*chainHead
 	raw      map[string][]byte
 	clusters map[string]string
 }
@@ -263,7 +265,7 @@ type readBatch struct {
 // readBatch reads the records of ids (no duplicates) in tx, in one query.
 // IDs without a record are absent from the result.
 func (s *Store) readBatch(ctx context.Context, tx *sql.Tx, ids []string, specs, clusters bool) (*readBatch, error) {
-	rb := &readBatch{recs: make(map[string]*Workload, len(ids))}
+	rb := &readBatch{recs: make(map[string]*Workload, len(ids)), chains: make(map[string]*chainHead, len(ids))}
 	if specs {
 		rb.raw = make(map[string][]byte, len(ids))
 	}
@@ -289,10 +291,12 @@ func (s *Store) readBatch(ctx context.Context, tx *sql.Tx, ids []string, specs, 
 	}
 	defer rows.Close()
 	var cluster string
-	rs := newRecordScanner()
+	var ch chainHead
+	rs := newRecordScanner(&ch.last, &ch.onceEpoch, &ch.onceUID, &ch.onceMask)
 	if clusters {
-		rs = newRecordScanner(&cluster)
+		rs = newRecordScanner(&ch.last, &ch.onceEpoch, &ch.onceUID, &ch.onceMask, &cluster)
 	}
+	heads := make([]chainHead, 0, len(ids))
 	// The records in one allocation: ids has no duplicates, so the query
 	// returns at most len(ids) rows and all never grows.
 	all := make([]Workload, 0, len(ids))
@@ -306,6 +310,8 @@ func (s *Store) readBatch(ctx context.Context, tx *sql.Tx, ids []string, specs, 
 		}
 		all = append(all, w)
 		rb.recs[w.RuntimeID] = &all[len(all)-1]
+		heads = append(heads, ch)
+		rb.chains[w.RuntimeID] = &heads[len(heads)-1]
 		if specs {
 			rb.raw[w.RuntimeID] = sp
 		}
@@ -327,24 +333,15 @@ func (rb *readBatch) applier(ctx context.Context, s *Store, tx *sql.Tx, ts []Tra
 			return nil, &notFoundError{id: t.RuntimeID}
 		}
 	}
-	a := &applier{s: s, tx: tx, recs: rb.recs, isDirty: map[string]bool{}}
+	a := &applier{s: s, tx: tx, recs: rb.recs, chains: rb.chains, isDirty: map[string]bool{}}
 	// The inserts are prepared once per store (Store.stmt), not per
 	// transaction: a monitor records a few events a batch, and parsing the
 	// statements cost more than running them.
-	for _, p := range []struct {
-		stmt **sql.Stmt
-		q    string
-	}{
-		{&a.insert, insertEvent(false)},
-		{&a.insertObserved, insertEvent(true)},
-	} {
-		st, err := s.stmt(ctx, p.q)
-		if err != nil {
-			a.close()
-			return nil, err
-		}
-		*p.stmt = tx.StmtContext(ctx, st)
+	st, err := s.stmt(ctx, insertEventQuery)
+	if err != nil {
+		return nil, err
 	}
+	a.insert = tx.StmtContext(ctx, st)
 	if rb.raw == nil {
 		return a, nil
 	}
@@ -395,10 +392,8 @@ func (a *applier) close() {
 		<-a.decoded // the decoding goroutine ends before the transaction does
 		a.decoded = nil
 	}
-	for _, st := range []*sql.Stmt{a.insert, a.insertObserved} {
-		if st != nil {
-			st.Close()
-		}
+	if a.insert != nil {
+		a.insert.Close()
 	}
 }
 
@@ -426,10 +421,11 @@ func (a *applier) flush(ctx context.Context, now time.Time) error {
 		for len(ids) >= size {
 			args = args[:0]
 			for _, id := range ids[:size] {
-				w := a.recs[id]
+				w, ch := a.recs[id], a.chains[id]
 				args = append(args, id, string(w.State), w.Message, w.UID, w.Epoch,
 					string(w.Request), string(w.Expect), at,
-					w.Result.Reason, dbInt(w.Result.ExitCode), dbTime(w.Result.StartedAt), dbTime(w.Result.FinishedAt))
+					w.Result.Reason, dbInt(w.Result.ExitCode), dbTime(w.Result.StartedAt), dbTime(w.Result.FinishedAt),
+					ch.last, ch.onceEpoch, ch.onceUID, ch.onceMask)
 			}
 			res, err := txst.ExecContext(ctx, args...)
 			if err == nil {
@@ -452,7 +448,7 @@ func (a *applier) flush(ctx context.Context, now time.Time) error {
 // updateSizes are the row counts of the prepared updates of flush, largest first.
 var updateSizes = []int{64, 8, 1}
 
-const updateCols = 12
+const updateCols = 16
 
 // readRecords returns the statement that reads the records of a JSON array
 // of runtime IDs (one parameter, whatever the batch's size), prepared once:
@@ -470,6 +466,7 @@ func (s *Store) readRecords(ctx context.Context, specs, clusters bool) (*sql.Stm
 	} else {
 		cols = strings.Replace(cols, " w.spec,", " NULL,", 1)
 	}
+	cols += ", w.last_seq, w.once_epoch, w.once_uid, w.once_mask"
 	from := " FROM workloads w"
 	if clusters {
 		i += 2
@@ -497,7 +494,8 @@ func updateQuery(size int) string {
 	row := "(" + placeholders(updateCols) + ")"
 	return `UPDATE OR FAIL workloads SET state = v.column2, message = v.column3, uid = v.column4, epoch = v.column5,
 	request = v.column6, expect = v.column7, updated_at = v.column8, reason = v.column9, exit_code = v.column10,
-	started_at = v.column11, finished_at = v.column12
+	started_at = v.column11, finished_at = v.column12, last_seq = v.column13, once_epoch = v.column14, once_uid = v.column15,
+	once_mask = v.column16
 FROM (VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", size), ", ") + `) AS v
 WHERE workloads.runtime_id = v.column1`
 }
@@ -533,7 +531,7 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 			// The record's object is being replaced: an object seen in an
 			// earlier epoch is the old one.
 			var old bool
-			if err := a.tx.QueryRowContext(ctx, seenBeforeQuery, w.RuntimeID, t.UID, w.Epoch).Scan(&old); err != nil {
+			if err := a.tx.QueryRowContext(ctx, seenBeforeQuery, a.chains[w.RuntimeID].last, t.UID, w.Epoch).Scan(&old); err != nil {
 				return Applied{}, err
 			}
 			if old {
@@ -600,29 +598,36 @@ func (a *applier) apply(ctx context.Context, t Transition, now time.Time) (Appli
 
 	// A job may be suspended and unsuspended any number of times within one
 	// request (Kueue preempts and admits it again), so a suspension and a
-	// start out of paused are not made idempotent by the unique index of
-	// observed events, which allows one per (object, type, epoch): they are
-	// recorded with observed = 0, once per change of state, and the write
-	// transaction, which reads the state it changes, keeps two processes
-	// from recording the same change twice.
+	// start out of paused are not made idempotent by the
+	// once-per-object-and-epoch rule, which allows one per (object, type,
+	// epoch): they are recorded with observed = 0, once per change of state,
+	// and the write transaction, which reads the state it changes, keeps two
+	// processes from recording the same change twice.
 	toggle := t.Type == ContainerPaused || (t.Type == ContainerStarted && w.State == StatePaused)
-	ins, dedupe := a.insert, observed && !toggle
+	dedupe := observed && !toggle && onceBit(t.Type) != 0
+	ch := a.chains[w.RuntimeID]
 	if dedupe {
-		ins = a.insertObserved
+		// Recorded already in this epoch, maybe by another process? The
+		// record's once columns say so for their UID (the write lock keeps
+		// every other writer out since they were read); an event about
+		// another UID follows the chain.
+		dup, err := a.recorded(ctx, ch, epoch, t.Type, ev.UID)
+		if err != nil {
+			return Applied{}, err
+		}
+		if dup {
+			return skip, nil
+		}
 	}
-	res, err := ins.ExecContext(ctx, ev.RuntimeID, string(ev.Type), ev.Message, ev.UID, epoch, dedupe, toDB(ev.Time),
-		ev.Reason, dbInt(ev.ExitCode), dbTime(ev.StartedAt), dbTime(ev.FinishedAt))
+	res, err := a.insert.ExecContext(ctx, ev.RuntimeID, string(ev.Type), ev.Message, ev.UID, epoch, dedupe, toDB(ev.Time),
+		ev.Reason, dbInt(ev.ExitCode), dbTime(ev.StartedAt), dbTime(ev.FinishedAt), ch.last)
 	if err != nil {
 		return Applied{}, err
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return Applied{}, err
-	} else if n == 0 {
-		return skip, nil // already recorded, maybe by another process
 	}
 	if ev.Seq, err = res.LastInsertId(); err != nil {
 		return Applied{}, err
 	}
+	ch.recorded(ev.Seq, epoch, ev.Type, ev.UID, dedupe)
 	w.State, w.Message, w.UID, w.Epoch, w.Request, w.Expect, w.UpdatedAt = next, msg, uid, epoch, request, expect, now
 	w.Result = result
 	*a.recs[w.RuntimeID] = w
@@ -649,9 +654,93 @@ func dbTime(p *time.Time) any {
 	return toDB(*p)
 }
 
-// seenBeforeQuery tells whether a record's events name the object uid in
-// an epoch before the one given (rare: a record whose object is replaced).
-const seenBeforeQuery = "SELECT EXISTS (SELECT 1 FROM events WHERE runtime_id = ? AND uid = ? AND epoch < ?)"
+// seenBeforeQuery tells whether the events of the chain that ends at seq
+// name the object uid in an epoch before the one given (rare: a record whose
+// object is replaced).
+const seenBeforeQuery = chainFrom + "SELECT EXISTS (SELECT 1 FROM chain c JOIN events e ON e.seq = c.seq WHERE e.uid = ?2 AND e.epoch < ?3)"
+
+// chainHead is what a record keeps of its history (schema 9): the seq of
+// its last event, and the types of the events recorded once per object and
+// epoch (observed = 1) in epoch onceEpoch about the object onceUID, as bits
+// of onceBit.
+type chainHead struct {
+	last      int64
+	onceEpoch int
+	onceUID   string
+	onceMask  int64
+}
+
+// onceBit is the bit of once_mask of an observed event type recorded at
+// most once per object and epoch, 0 for the others (ContainerWaiting, which
+// is recorded each time its reason changes, and the requested events). The
+// migration to schema 9 uses the same bits.
+func onceBit(t EventType) int64 {
+	switch t {
+	case ContainerStarted:
+		return 1
+	case ContainerExited:
+		return 2
+	case ContainerFailed:
+		return 4
+	case ContainerDeleted:
+		return 8
+	case ContainerPaused:
+		return 16
+	}
+	return 0
+}
+
+// recorded moves the head to the event seq just recorded in epoch; once
+// tells whether it is recorded once per object and epoch. The once columns
+// keep the first UID of an epoch: an event about another UID is found by
+// following the chain.
+func (h *chainHead) recorded(seq int64, epoch int, t EventType, uid string, once bool) {
+	h.last = seq
+	if h.onceEpoch != epoch {
+		h.onceEpoch, h.onceUID, h.onceMask = epoch, uid, 0
+	}
+	if once && uid == h.onceUID {
+		h.onceMask |= onceBit(t)
+	}
+}
+
+// recorded tells whether an event of type t (recorded once per object and
+// epoch) about uid is recorded in epoch in the chain of h.
+func (a *applier) recorded(ctx context.Context, h *chainHead, epoch int, t EventType, uid string) (bool, error) {
+	return h.has(ctx, a.tx, epoch, t, uid)
+}
+
+// has tells whether an event of type t (recorded once per object and epoch)
+// about uid is recorded in epoch in the chain of h, read in tx.
+func (h *chainHead) has(ctx context.Context, tx *sql.Tx, epoch int, t EventType, uid string) (bool, error) {
+	if h.onceEpoch != epoch {
+		return false, nil // none recorded in this epoch: every writer sets once_epoch
+	}
+	if uid == h.onceUID {
+		return h.onceMask&onceBit(t) != 0, nil
+	}
+	var dup bool
+	err := tx.QueryRowContext(ctx, onceQuery, h.last, epoch, string(t), uid).Scan(&dup)
+	return dup, err
+}
+
+// chainFrom starts a statement with the chain of events (their seqs) that
+// ends at the seq of its first argument (none when 0), newest first.
+const chainFrom = `WITH RECURSIVE chain(seq) AS (
+	SELECT ?1 WHERE ?1 != 0
+	UNION ALL
+	SELECT e.prev FROM chain c JOIN events e ON e.seq = c.seq WHERE e.prev != 0)
+`
+
+// onceQuery tells whether the chain that ends at seq holds an event of
+// epoch (it stops at the first of an older one) of a type about a UID
+// recorded once per object and epoch.
+const onceQuery = `WITH RECURSIVE chain(seq) AS (
+	SELECT ?1 WHERE ?1 != 0
+	UNION ALL
+	SELECT e.prev FROM chain c JOIN events e ON e.seq = c.seq WHERE e.prev != 0 AND e.epoch >= ?2)
+SELECT EXISTS (SELECT 1 FROM chain c JOIN events e ON e.seq = c.seq
+	WHERE e.epoch = ?2 AND e.type = ?3 AND e.uid = ?4 AND e.observed = 1)`
 
 // nextResult is the record's result after ev moved it from w to next:
 //   - a new run (Created, StartRequested, ResumeRequested) forgets the last one;

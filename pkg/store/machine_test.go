@@ -557,7 +557,7 @@ func TestObservedUniqueIndex(t *testing.T) {
 	w.UID = "u"
 	mustPut(t, s, w)
 	for range 2 {
-		if _, err := s.db.ExecContext(ctx, insertEvent(true), w.RuntimeID, string(ContainerDeleted), "", "u", 1, true, 0, "", nil, nil, nil); err != nil {
+		if _, err := execEvent(ctx, s, w.RuntimeID, string(ContainerDeleted), "", "u", 1, true, 0, "", nil, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -566,7 +566,7 @@ func TestObservedUniqueIndex(t *testing.T) {
 	}
 	// Requested events are never deduplicated.
 	for range 2 {
-		if _, err := s.db.ExecContext(ctx, insertEvent(false), w.RuntimeID, string(StopRequested), "", "u", 1, false, 0, "", nil, nil, nil); err != nil {
+		if _, err := execEvent(ctx, s, w.RuntimeID, string(StopRequested), "", "u", 1, false, 0, "", nil, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -766,7 +766,7 @@ func TestApplyBatchRecordedBefore(t *testing.T) {
 	s, c := openTest(t)
 	ids := fill(t, s, 150)
 	a, b := ids[1], ids[2] // running, epoch 1, uid-1 and uid-2
-	if _, err := s.db.ExecContext(ctx, insertEvent(true), a, string(ContainerExited), "by another process", "uid-1", 1, true, 0, "", nil, nil, nil); err != nil {
+	if _, err := execEvent(ctx, s, a, string(ContainerExited), "by another process", "uid-1", 1, true, 0, "", nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	before, err := s.Get(ctx, a)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -43,7 +44,11 @@ func (s *Store) Prune(ctx context.Context, f PruneFilter) ([]Pruned, error) {
 		cutoff = toDB(f.Before)
 	}
 	sel := `SELECT w.runtime_id, w.updated_at,
-	(SELECT COUNT(*) FROM events e WHERE e.runtime_id = w.runtime_id)
+	(WITH RECURSIVE chain(seq) AS (
+		SELECT w.last_seq WHERE w.last_seq != 0
+		UNION ALL
+		SELECT e.prev FROM chain c JOIN events e ON e.seq = c.seq WHERE e.prev != 0)
+	SELECT COUNT(*) FROM chain)
 FROM workloads w WHERE w.state = ? AND w.updated_at <= ?`
 	selArgs := []any{string(StateDeleted), cutoff}
 	if f.Namespace != "" {
@@ -96,8 +101,14 @@ FROM workloads w WHERE w.state = ? AND w.updated_at <= ?`
 			}
 			// Only IDs that are still deleted: the subquery reads the
 			// record in this transaction.
-			still := "runtime_id IN (SELECT runtime_id FROM workloads WHERE state = ? AND updated_at <= ? AND runtime_id IN (" + placeholders(len(chunk)) + "))"
-			for _, table := range []string{"events", "leases", "clusters", "workloads"} {
+			stillIDs := "SELECT runtime_id FROM workloads WHERE state = ? AND updated_at <= ? AND runtime_id IN (" + placeholders(len(chunk)) + ")"
+			still := "runtime_id IN (" + stillIDs + ")"
+			// The events by their records' chains (schema 9: no index
+			// on events but the seq), before the records go.
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf(chainOf, stillIDs)+"DELETE FROM events WHERE seq IN (SELECT seq FROM chain)", args...); err != nil {
+				return err
+			}
+			for _, table := range []string{"leases", "clusters", "workloads"} {
 				if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE "+still, args...); err != nil {
 					return err
 				}

@@ -29,18 +29,13 @@ func seedRecover(b testing.TB, path string, n int) []string {
 			return err
 		}
 		defer w.Close()
-		e, err := tx.PrepareContext(ctx, insertEvent(false))
-		if err != nil {
-			return err
-		}
-		defer e.Close()
 		for i := range n {
 			id, ns, kind, name := recoverID(i)
 			sp := fmt.Sprintf(`{"name":%q,"image":"registry.invalid/gen:1","workloadKind":%q,"runtimeNamespace":%q,"env":{"MODE":"generated"}}`, name, kind, ns)
 			if _, err := w.ExecContext(ctx, id, ns, kind, name, fmt.Sprintf("uid-%06d", i), sp); err != nil {
 				return err
 			}
-			if _, err := e.ExecContext(ctx, id, string(Created), "", fmt.Sprintf("uid-%06d", i), 1, false, 0, "", nil, nil, nil); err != nil {
+			if _, err := execEventTx(ctx, tx, id, string(Created), "", fmt.Sprintf("uid-%06d", i), 1, false, int64(0), "", nil, nil, nil); err != nil {
 				return err
 			}
 		}

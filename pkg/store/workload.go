@@ -105,6 +105,7 @@ func (s *Store) put(ctx context.Context, w Workload, ev Transition, replace bool
 			}
 		}
 		var epoch int
+		var last int64
 		err := tx.QueryRowContext(ctx, `
 INSERT INTO workloads (`+workloadColumns+`)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, '', ?, ?, ?, ?, ?, ?)
@@ -115,17 +116,23 @@ ON CONFLICT (runtime_id) DO UPDATE SET
 	created_at = excluded.created_at, updated_at = excluded.updated_at,
 	reason = excluded.reason, exit_code = excluded.exit_code,
 	started_at = excluded.started_at, finished_at = excluded.finished_at
-RETURNING epoch`,
+RETURNING epoch, last_seq`,
 			w.RuntimeID, w.Runtime, w.Namespace, w.Kind, w.Name, w.UID, string(specJSON),
 			string(w.State), w.Message, string(ev.Type), toDB(created), toDB(now),
-			w.Reason, nullInt(w.ExitCode), nullTime(w.StartedAt), nullTime(w.FinishedAt)).Scan(&epoch)
+			w.Reason, nullInt(w.ExitCode), nullTime(w.StartedAt), nullTime(w.FinishedAt)).Scan(&epoch, &last)
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, insertEvent(ev.Type.Observed()),
-			ev.RuntimeID, string(ev.Type), ev.Message, ev.UID, epoch, ev.Type.Observed(), toDB(evTime),
+		// A new epoch: no event of it recorded before this one.
+		once := onceBit(ev.Type) != 0
+		seq, err := appendEvent(ctx, tx, last, ev.RuntimeID, string(ev.Type), ev.Message, ev.UID, epoch, once, toDB(evTime),
 			ev.Reason, nullInt(ev.ExitCode), nullTime(ev.StartedAt), nullTime(ev.FinishedAt))
-		return err
+		if err != nil {
+			return err
+		}
+		h := chainHead{last: last}
+		h.recorded(seq, epoch, ev.Type, ev.UID, once)
+		return h.write(ctx, tx, ev.RuntimeID)
 	})
 	var other *OtherUIDError
 	if errors.As(err, &other) {
@@ -137,13 +144,66 @@ RETURNING epoch`,
 	return nil
 }
 
-func insertEvent(observed bool) string {
-	verb := "INSERT"
-	if observed {
-		verb = "INSERT OR IGNORE" // the unique index events_key (schema 6)
+// insertEventQuery appends an event: its columns, then prev, the seq of
+// the record's event before it (schema 9: the record's last_seq, 0 for
+// none). The once-per-object-and-epoch rule is the writer's (chainHead.has).
+const insertEventQuery = "INSERT INTO events (runtime_id, type, message, uid, epoch, observed, time, reason, exit_code, started_at, finished_at, prev) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+// appendEvent inserts an event (the columns of insertEventQuery but prev)
+// after the record's last event last, in tx, and returns its seq. The
+// caller writes the record's new chain head (chainHead.write) unless it
+// writes the record itself.
+func appendEvent(ctx context.Context, tx *sql.Tx, last int64, cols ...any) (int64, error) {
+	res, err := tx.ExecContext(ctx, insertEventQuery, append(cols, last)...)
+	if err != nil {
+		return 0, err
 	}
-	return verb + " INTO events (runtime_id, type, message, uid, epoch, observed, time, reason, exit_code, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	return res.LastInsertId()
 }
+
+// write stores h as the chain head of the record id in tx.
+func (h chainHead) write(ctx context.Context, tx *sql.Tx, id string) error {
+	res, err := tx.ExecContext(ctx, "UPDATE workloads SET last_seq = ?, once_epoch = ?, once_uid = ?, once_mask = ? WHERE runtime_id = ?",
+		h.last, h.onceEpoch, h.onceUID, h.onceMask, id)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n != 1 {
+		return &notFoundError{id: id}
+	}
+	return nil
+}
+
+// readHead reads the chain head of the record id in tx.
+func readHead(ctx context.Context, tx *sql.Tx, id string) (chainHead, error) {
+	var h chainHead
+	err := tx.QueryRowContext(ctx, "SELECT last_seq, once_epoch, once_uid, once_mask FROM workloads WHERE runtime_id = ?", id).
+		Scan(&h.last, &h.onceEpoch, &h.onceUID, &h.onceMask)
+	return h, err
+}
+
+// historyQuery reads the events of the records of a JSON array of runtime
+// IDs (its one argument), following each record's chain: the chain's rows
+// carry the events' columns, so each event is looked up once, by its seq.
+var historyQuery = func() string {
+	cols := eventColumns + ", prev"
+	e := "e." + strings.ReplaceAll(cols, ", ", ", e.")
+	return `WITH RECURSIVE chain(` + cols + `) AS (
+	SELECT ` + e + ` FROM json_each(?) j JOIN workloads w ON w.runtime_id = j.value JOIN events e ON e.seq = w.last_seq
+	UNION ALL
+	SELECT ` + e + ` FROM chain c JOIN events e ON e.seq = c.prev WHERE c.prev != 0)
+SELECT ` + eventColumns + ` FROM chain`
+}()
+
+// chainOf selects the seqs of the events of the records whose runtime IDs
+// the statement's subquery ids (in place of %s) selects.
+const chainOf = `WITH RECURSIVE chain(seq) AS (
+	SELECT w.last_seq FROM workloads w WHERE w.last_seq != 0 AND w.runtime_id IN (%s)
+	UNION ALL
+	SELECT e.prev FROM chain c JOIN events e ON e.seq = c.seq WHERE e.prev != 0)
+`
 
 // nullInt is an exit code for the database: NULL when unknown.
 func nullInt(p *int32) sql.NullInt32 {
@@ -321,7 +381,8 @@ func (s *Store) Events(ctx context.Context, runtimeIDs ...string) ([]Event, erro
 		if err != nil {
 			return nil, err
 		}
-		q += " WHERE runtime_id IN (SELECT value FROM json_each(?))" // any number of IDs
+		// Each record's chain (schema 9: events has no index by record).
+		q = historyQuery
 		args = append(args, list)
 	}
 	return s.queryEvents(ctx, q+" ORDER BY seq", args...)
