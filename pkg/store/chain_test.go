@@ -190,3 +190,57 @@ func TestOnceOtherUID(t *testing.T) {
 		t.Errorf("%d ContainerExited events, want 4", n)
 	}
 }
+
+// A process of a binary of schema 8 still running after a newer one
+// migrated inserts events as it did (no prev, INSERT OR IGNORE relying on
+// events_key): the migration's triggers append them to the record's chain,
+// keep its once-per-object-and-epoch rule, and this binary's writer and
+// history see them as its own.
+func TestOlderWriterEventsJoinTheChain(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	w := workload("default", "job", "j")
+	w.UID = "u1"
+	mustPut(t, s, w)
+	older := func(typ EventType, uid string, observed bool) {
+		t.Helper()
+		if _, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO events (runtime_id, type, message, uid, epoch, observed, time, reason, exit_code, started_at, finished_at)
+VALUES (?, ?, '', ?, 1, ?, ?, '', NULL, NULL, NULL)`, w.RuntimeID, string(typ), uid, observed, toDB(t0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	older(ContainerStarted, "u1", true)
+	older(ContainerStarted, "u1", true) // ignored, as events_key did
+	older(ContainerWaiting, "u1", false)
+
+	// This binary's writer: its ContainerStarted of the same object and
+	// epoch is a duplicate; its ContainerExited is new and goes after the
+	// older process's events.
+	if seq, err := execEvent(ctx, s, w.RuntimeID, string(ContainerStarted), "", "u1", 1, true, int64(0), "", nil, nil, nil); err != nil || seq != 0 {
+		t.Errorf("ContainerStarted after the older process's = seq %d, %v; want skipped", seq, err)
+	}
+	if seq, err := execEvent(ctx, s, w.RuntimeID, string(ContainerExited), "", "u1", 1, true, int64(0), "", nil, nil, nil); err != nil || seq == 0 {
+		t.Errorf("ContainerExited = seq %d, %v; want recorded", seq, err)
+	}
+	older(ContainerExited, "u1", true) // the older process's duplicate of this binary's
+
+	evs, err := s.Events(ctx, w.RuntimeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []EventType
+	for _, e := range evs {
+		got = append(got, e.Type)
+	}
+	want := []EventType{Created, ContainerStarted, ContainerWaiting, ContainerExited}
+	if !cmp.Equal(got, want) {
+		t.Errorf("history %v, want %v", got, want)
+	}
+	var all, orphans int
+	if err := s.db.QueryRowContext(ctx, "SELECT count(*), count(*) FILTER (WHERE prev = -1) FROM events").Scan(&all, &orphans); err != nil {
+		t.Fatal(err)
+	}
+	if all != len(want) || orphans != 0 {
+		t.Errorf("%d events (%d without prev), want %d, all on the chain", all, orphans, len(want))
+	}
+}

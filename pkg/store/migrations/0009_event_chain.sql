@@ -38,7 +38,7 @@ CREATE TABLE events_chain (
 	exit_code   INTEGER,
 	started_at  INTEGER,
 	finished_at INTEGER,
-	prev        INTEGER NOT NULL DEFAULT 0
+	prev        INTEGER NOT NULL DEFAULT -1
 );
 
 INSERT INTO events_chain (seq, runtime_id, type, message, uid, epoch, observed, time, reason, exit_code,
@@ -102,3 +102,38 @@ ALTER TABLE workloads_chain RENAME TO workloads;
 CREATE INDEX workloads_state ON workloads (state);
 CREATE INDEX workloads_namespace ON workloads (namespace, kind, name, runtime_id);
 CREATE INDEX workloads_name ON workloads (name);
+
+-- A process of a binary of schema 8, still running when a newer one
+-- migrated, inserts events without prev (so the column's default, -1: this
+-- binary always writes prev) by INSERT OR IGNORE, relying on events_key for
+-- the once-per-object-and-epoch rule, and never sets last_seq. These
+-- triggers do for it what this binary's writer does (chainHead.recorded):
+-- skip an observed event the record's once columns have, append the event
+-- to the record's chain and move the once columns. They cost this binary's
+-- inserts one comparison (prev = -1). Events an older process records about
+-- another UID than the once columns keep are not checked against the chain.
+CREATE TRIGGER events_older_writer_once BEFORE INSERT ON events
+WHEN NEW.prev = -1 AND NEW.observed = 1
+BEGIN
+	SELECT RAISE(IGNORE) FROM workloads w
+	WHERE w.runtime_id = NEW.runtime_id AND w.once_epoch = NEW.epoch AND w.once_uid = NEW.uid
+		AND (w.once_mask & (CASE NEW.type WHEN 'ContainerStarted' THEN 1 WHEN 'ContainerExited' THEN 2
+			WHEN 'ContainerFailed' THEN 4 WHEN 'ContainerDeleted' THEN 8 WHEN 'ContainerPaused' THEN 16 ELSE 0 END)) != 0;
+END;
+
+CREATE TRIGGER events_older_writer_chain AFTER INSERT ON events
+WHEN NEW.prev = -1
+BEGIN
+	UPDATE events SET prev = coalesce((SELECT last_seq FROM workloads WHERE runtime_id = NEW.runtime_id), 0)
+	WHERE seq = NEW.seq;
+	UPDATE workloads SET
+		last_seq = NEW.seq,
+		once_epoch = NEW.epoch,
+		once_uid = CASE WHEN once_epoch = NEW.epoch THEN once_uid ELSE NEW.uid END,
+		once_mask = (CASE WHEN once_epoch = NEW.epoch THEN once_mask ELSE 0 END) |
+			(CASE WHEN NEW.observed = 1 AND NEW.uid = (CASE WHEN once_epoch = NEW.epoch THEN once_uid ELSE NEW.uid END)
+			THEN (CASE NEW.type WHEN 'ContainerStarted' THEN 1 WHEN 'ContainerExited' THEN 2
+				WHEN 'ContainerFailed' THEN 4 WHEN 'ContainerDeleted' THEN 8 WHEN 'ContainerPaused' THEN 16 ELSE 0 END)
+			ELSE 0 END)
+	WHERE runtime_id = NEW.runtime_id;
+END;
