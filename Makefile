@@ -32,7 +32,7 @@ vet: ## go vet and gofmt
 	@out=$$(gofmt -l cmd pkg test); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 test-unit: ## Unit tests with -race (fake clientsets, temp databases, the audit classifier and the bench)
-	$(GO) test -race -count=1 ./cmd/... ./pkg/... ./internal/... ./hack/bench/
+	$(GO) test -race -count=1 -timeout 30m ./cmd/... ./pkg/... ./internal/... ./hack/bench/
 
 MODEL_CHECKS ?= 10000
 test-model: ## The lifecycle engine's model-based test, long mode: MODEL_CHECKS random sequences (default 10000; make test-unit runs 12)
