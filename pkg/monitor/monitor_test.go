@@ -1488,7 +1488,10 @@ func TestWriterRecordsDuringHistoryPoll(t *testing.T) {
 	}
 
 	updateJobStatus(t, client, "ns", "task", batchv1.JobStatus{Active: 1, StartTime: &metav1.Time{Time: time.Now()}})
-	eventually(t, "running recorded while the poll is held", func() bool { return state(t, st, id) == store.StateRunning })
+	// OnEvent comes after the commit: wait for both, not only the state.
+	eventually(t, "running recorded and handed to OnEvent while the poll is held", func() bool {
+		return state(t, st, id) == store.StateRunning && len(got.list()) > 0
+	})
 	if diff := cmp.Diff([]string{id.String() + " ContainerStarted"}, got.list()); diff != "" {
 		t.Errorf("OnEvent (-want +got):\n%s", diff)
 	}
