@@ -65,7 +65,8 @@ type ReconcileOptions struct {
 //     or all), label-filtered; of each pod only its owner's newest pod
 //     status and newest failed termination are kept (pod reasons, exit codes);
 //  2. the workload kinds at once, each one watch-list per scope, alongside
-//     step 1 (the writer waits for it); each object
+//     step 1 (the writer holds back the objects that may have pods until
+//     it ends, see write); each object
 //     is mapped (runtime.Observe) as it arrives and dropped; every batch of
 //     firstBatch, then twice as many, up to batchSize objects goes to one writer, which in one transaction
 //     (store.ApplyFree) reads their records once, takes their leases,
@@ -254,10 +255,11 @@ func (r *reconciler) run(ctx context.Context) error {
 	podScopes := slices.Sorted(maps.Keys(all))
 
 	// The pods and ReplicaSets (aux) stream while the workload streams
-	// open and start: their notes are read by the writer only, which waits
-	// for them before its first batch. The workload streams wait for the
-	// writer (a batch or two each), not for aux: their requests' first
-	// answer and the aux streams' overlap.
+	// open and start: their notes are read by the writer only, which
+	// holds back the objects that may have pods until they have ended
+	// (write). The workload streams wait for the writer (a batch or two
+	// each), not for aux: their requests' first answer and the aux
+	// streams' overlap.
 	aux := func(ctx context.Context) error {
 		reg := trace.StartRegion(ctx, "reconcile pods")
 		err := r.each(ctx, kindPod, podScopes, clusterWide, r.addPod)
@@ -301,9 +303,10 @@ func (r *reconciler) run(ctx context.Context) error {
 // arrives into a batch of batchSize, the writer records the full
 // batches one after the other (the store has one writer), so that the
 // decoding of one kind, the mapping and the database overlap. At most
-// len(kinds)+2 batches exist at a time. aux (the pods' and ReplicaSets'
-// streams, which fill r.notes) runs alongside the streams; the writer
-// records nothing before it has ended. The first batches of a stream are
+// len(kinds)+2 batches exist at a time, and a held batch a kind. aux (the pods' and ReplicaSets'
+// streams, which fill r.notes) runs alongside the streams; until it has
+// ended the writer records only the objects that cannot have pods, and
+// holds the others back (write). The first batches of a stream are
 // small (firstBatch, doubling up to batchSize): the writer starts as soon
 // as the first objects arrive, not after batchSize of them, and its first
 // transaction (a cold page cache, statements prepared) overlaps the rest
@@ -365,7 +368,7 @@ func (r *reconciler) workloads(ctx context.Context, kinds []string, nsOf map[str
 				}
 				o, ok := observeStreamed(obj)
 				ns, name := m.GetNamespace(), m.GetName()
-				b.items = append(b.items, streamed{ns: ns, name: name, uid: string(m.GetUID()), obs: o, ok: ok})
+				b.items = append(b.items, streamed{ns: ns, name: name, uid: string(m.GetUID()), obs: o, ok: ok, pods: mayHavePods(obj)})
 				for _, rt := range r.o.Runtimes { // here, not in the writer: the writer is the pass's bottleneck
 					b.ids = append(b.ids, runtimeid.ID{Runtime: rt, Namespace: ns, Kind: kind, Name: name}.String())
 				}
@@ -390,27 +393,7 @@ func (r *reconciler) workloads(ctx context.Context, kinds []string, nsOf map[str
 		close(full)
 	}()
 	run(func() error {
-		select { // the notes of the pods and ReplicaSets are complete
-		case <-auxDone:
-			if auxErr != nil {
-				return nil // aux's error is the pass's
-			}
-		case <-gctx.Done():
-			return nil // the first error is aux's, or a stream's
-		}
-		for b := range full {
-			reg := trace.StartRegion(gctx, "reconcile flush")
-			err := r.flush(gctx, b)
-			reg.End()
-			if err != nil {
-				return err
-			}
-			select {
-			case free <- b:
-			default:
-			}
-		}
-		return nil
+		return r.write(gctx, kinds, full, free, auxDone, &auxErr)
 	})
 	wg.Wait()
 	return first
@@ -539,6 +522,10 @@ type streamed struct {
 	ns, name, uid string
 	obs           Observation
 	ok            bool
+	// pods: the object's own status leaves room for a pod of it
+	// (mayHavePods), whose note its record may need; it is not recorded
+	// before the pods' and ReplicaSets' streams have ended.
+	pods bool
 }
 
 // firstBatch is the size of the first batch of a stream of workloads; each
