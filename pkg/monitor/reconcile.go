@@ -126,6 +126,11 @@ type reconciler struct {
 	// the streams run, sealed once they end.
 	seen map[string]*keySet
 	sum  Summary
+	// notesDone: the pods' and ReplicaSets' streams have ended, and notes
+	// is complete. Before, notes is being written by them and must not be
+	// read at all: the writer records only objects that need no note (see
+	// write). Set and read by the writer only.
+	notesDone bool
 }
 
 // keySet is a set of 64-bit key hashes, each with a small count, in 8
@@ -584,6 +589,9 @@ func (r *reconciler) flush(ctx context.Context, b *batch) error {
 				} else if w.UID == "" {
 					fb.UIDs = append(fb.UIDs, [2]string{id, it.uid})
 				}
+				if !r.notesDone {
+					continue // it needs no note (write)
+				}
 				if n := r.notes[types.UID(it.uid)]; n != nil {
 					if o, ok := n.status.Observation(it.uid); ok {
 						add(o)
@@ -639,7 +647,7 @@ func (r *reconciler) otherClusterHead(h store.Head) bool {
 
 // enrich adds the exit code of the newest failed container to a job failure.
 func (r *reconciler) enrich(kind, uid string, o Observation) Observation {
-	if o.Type != store.ContainerFailed || kind != runtimeid.KindJob {
+	if o.Type != store.ContainerFailed || kind != runtimeid.KindJob || !r.notesDone {
 		return o
 	}
 	if n := r.notes[types.UID(uid)]; n != nil && n.fail != nil {

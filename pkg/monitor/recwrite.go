@@ -28,7 +28,7 @@ import (
 // batch as it comes. When aux fails the writer stops and aux's error is the
 // pass's; the records written before that hold true observations.
 func (r *reconciler) write(ctx context.Context, kinds []string, full <-chan *batch, free chan<- *batch, auxDone <-chan struct{}, auxErr *error) error {
-	notes := false // aux has ended without an error: the notes are complete
+	r.notesDone = false
 	held := make(map[string]*batch, len(kinds))
 	keys := map[uint64]struct{}{} // keyHash of every object held
 	wait := func() bool {         // waits for aux; false: stop here
@@ -40,7 +40,7 @@ func (r *reconciler) write(ctx context.Context, kinds []string, full <-chan *bat
 		case <-ctx.Done():
 			return false // the first error is aux's, or a stream's
 		}
-		notes = true
+		r.notesDone = true
 		return true
 	}
 	flush := func(b *batch) error {
@@ -61,7 +61,7 @@ func (r *reconciler) write(ctx context.Context, kinds []string, full <-chan *bat
 		return nil
 	}
 	for b := range full {
-		if !notes {
+		if !r.notesDone {
 			select {
 			case <-auxDone:
 				if !wait() {
@@ -70,7 +70,7 @@ func (r *reconciler) write(ctx context.Context, kinds []string, full <-chan *bat
 			default:
 			}
 		}
-		if notes {
+		if r.notesDone {
 			if err := flushHeld(); err != nil {
 				return err
 			}
@@ -98,7 +98,7 @@ func (r *reconciler) write(ctx context.Context, kinds []string, full <-chan *bat
 		default:
 		}
 	}
-	if len(keys) > 0 && !notes && !wait() {
+	if len(keys) > 0 && !r.notesDone && !wait() {
 		return nil
 	}
 	return flushHeld()

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -188,5 +189,47 @@ func TestMayHavePods(t *testing.T) {
 		if got := mayHavePods(tc.obj); got != tc.want {
 			t.Errorf("%s: mayHavePods %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestReconcileIdleRecordsReadNoNotesWhilePodsStream: while the pods'
+// stream fills the notes, the writer recording idle objects does not read
+// them (run with -race: a lookup per object, as the writer does once the
+// pods have ended, is a concurrent map read and write).
+func TestReconcileIdleRecordsReadNoNotesWhilePodsStream(t *testing.T) {
+	st := newStore(t)
+	const n = 3 * batchSize
+	objs := make([]kruntime.Object, 0, n)
+	for i := range n {
+		name := fmt.Sprintf("idle-%04d", i)
+		objs = append(objs, suspended("ns", name, "u-"+name))
+		record(t, st, jobID("ns", name), "u-"+name, store.StateRunning)
+	}
+	client := fake.NewClientset(objs...)
+	// Pods of other jobs, one a page, until every idle record is recorded.
+	page := 0
+	client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, kruntime.Object, error) {
+		w, err := st.Get(t.Context(), jobID("ns", fmt.Sprintf("idle-%04d", n-1)).String())
+		if err != nil {
+			return true, nil, err
+		}
+		if w.State != store.StateRunning || page > 100_000 {
+			return true, &corev1.PodList{}, nil
+		}
+		page++
+		owner := metav1.OwnerReference{Kind: "Job", Name: fmt.Sprintf("other-%d", page), UID: types.UID(fmt.Sprintf("u-other-%d", page))}
+		p := ownedPod("ns", fmt.Sprintf("other-%d", page), owner.Name, owner, 0, waitingStatus("ImagePullBackOff", ""))
+		runtime.Gosched()
+		return true, &corev1.PodList{ListMeta: metav1.ListMeta{Continue: fmt.Sprint(page)}, Items: []corev1.Pod{*p}}, nil
+	})
+	sum, err := Reconcile(t.Context(), client, st, ReconcileOptions{Owner: owner("a"), Runtimes: []string{runtimeid.RuntimeK8s}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Changed != n {
+		t.Errorf("changed %d, want %d", sum.Changed, n)
+	}
+	if page == 0 {
+		t.Error("no pod was streamed")
 	}
 }
