@@ -391,7 +391,7 @@ func (e *Engine) Recover(ctx context.Context, w store.Workload) (store.Event, bo
 	if !ok {
 		return store.Event{}, false, nil
 	}
-	as, err := e.Store.ApplyBatch(ctx, []store.Transition{t})
+	as, err := e.Store.ApplyBatchNoSpecs(ctx, []store.Transition{t}) // the record is not returned
 	if err != nil {
 		return store.Event{}, false, err
 	}

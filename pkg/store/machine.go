@@ -117,9 +117,10 @@ type Applied struct {
 // (its UID differs from the workload's, or, while a retired object is being
 // replaced, it was seen in an earlier epoch). Every requested event but
 // RequestFailed raises the epoch. An unknown runtime ID is an error wrapping
-// ErrNotFound.
+// ErrNotFound. It returns no record, so it never reads the spec
+// (ApplyBatchNoSpecs).
 func (s *Store) Apply(ctx context.Context, t Transition) (Event, bool, error) {
-	as, err := s.ApplyBatch(ctx, []Transition{t})
+	as, err := s.ApplyBatchNoSpecs(ctx, []Transition{t})
 	if err != nil {
 		return Event{}, false, err
 	}
