@@ -58,7 +58,7 @@ fuzz: ## Fuzz the runtime ID, spec file and config file parsers ($(FUZZTIME) eac
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./pkg/config/
 
 bench: build testbin ## Store benchmarks, then the scale run on kwok clusters at N = $(BENCH_N) (17–26 min on an idle machine here, 57 min at load 12–16; report in $(BENCH_OUT), charts in $(BENCH_CHARTS)); see docs/performance.md
-	$(GO) test -run '^$$' -bench . -benchmem ./pkg/store/ ./pkg/monitor/
+	$(GO) test -p 1 -run '^$$' -bench . -benchmem ./pkg/store/ ./pkg/monitor/
 	$(GO) run ./hack/bench -n $(BENCH_N) -plugin $(BIN) -store-bench=false -out $(BENCH_OUT) -charts $(BENCH_CHARTS) $(BENCH_FLAGS)
 
 demo: ## A real lifecycle on a local kwok cluster, printed step by step (builds the plugin and the control plane first if needed)
