@@ -148,6 +148,9 @@ type Monitor struct {
 	qwake   chan struct{}
 	qclosed bool // the writer stopped: nothing waits for room any more
 
+	// Owned by the writer (writeLoop).
+	failHolds []*failHold // job failures waiting for their failed pod (failhold.go)
+
 	// Owned by Run's goroutine.
 	clusterWide bool
 	scoped      bool                                       // clusterWide was decided

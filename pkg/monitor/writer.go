@@ -47,15 +47,20 @@ func (m *Monitor) writeLoop(ctx context.Context, stop <-chan struct{}) error {
 		m.qmu.Unlock()
 	}()
 	for {
+		var holds <-chan time.Time
+		if len(m.failHolds) > 0 {
+			holds = time.After(failHoldPoll)
+		}
 		select {
 		case <-m.qwake:
-			err := m.drain(ctx)
-			signal(wrote)
-			if err != nil {
-				return err
-			}
+		case <-holds:
 		case <-stop:
-			return m.drain(ctx)
+			return m.drain(ctx, true)
+		}
+		err := m.drain(ctx, false)
+		signal(wrote)
+		if err != nil {
+			return err
 		}
 	}
 }
@@ -130,14 +135,19 @@ func (m *Monitor) pollLoop(ctx context.Context) {
 	}
 }
 
-// drain records everything queued.
-func (m *Monitor) drain(ctx context.Context) error {
-	for {
+// drain records everything queued, but the job failures held back for
+// their failed pod (holdFailures); final (the writer stops) records those
+// too.
+func (m *Monitor) drain(ctx context.Context, final bool) error {
+	for first := true; ; first = false {
 		m.qmu.Lock()
 		items := m.queue
 		m.queue = nil
 		m.qcond.Broadcast() // room for the handlers waiting (enqueueWait)
 		m.qmu.Unlock()
+		if first || len(items) > 0 {
+			items = m.holdFailures(items, time.Now(), final)
+		}
 		if len(items) == 0 {
 			return nil
 		}
