@@ -47,6 +47,7 @@ func writeCharts(dir string, ss []*scaleResult) ([]string, error) {
 	}{
 		{"bench-wall", "Wall time against N", "wall time (s)", []series{
 			{"gobrave recover --once", rowVal("recover", wallS)},
+			{"gobrave recover --once, nothing changed", rowVal("recover-synced", wallS)},
 			{"limit: bare watch-list", rowVal("limit", wallS)},
 			{"kubectl get -o name", rowVal("get", wallS)},
 			{"gobrave ps > /dev/null", rowVal("ps", wallS)},
