@@ -224,7 +224,6 @@ spec:
 EOF
 } >"$workdir/kwok.yaml"
 
-log "starting cluster $name in $workdir"
 create=("$bin/kwokctl" --name "$name" create cluster --runtime binary --kubeconfig "" --wait 2m)
 # kwokctl picks its ports by probing downwards from 32766 and the components bind them seconds
 # later, so two clusters starting at once would pick the same ports. Starts are serialised on a
@@ -235,52 +234,67 @@ create=("$bin/kwokctl" --name "$name" create cluster --runtime binary --kubeconf
 lockdir=${XDG_RUNTIME_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}}/gobrave
 mkdir -p -m 700 "$lockdir"
 [ -O "$lockdir" ] || die "$lockdir is not yours: set XDG_RUNTIME_DIR or XDG_CACHE_HOME to a folder of your own"
-if command -v flock >/dev/null; then
-  flock -o -w 300 "$lockdir/cluster-up.lock" "${create[@]}" >&2
-else
-  log "flock not found: do not start two clusters at once"
-  "${create[@]}" >&2
-fi
-[ -s "$kubeconfig" ] || die "kwokctl did not write $kubeconfig"
 
-# Nodes first: pods created before any node exists wait ~15 s for the scheduler to retry.
-log "creating $nodes node(s)"
-"$bin/kwokctl" --name "$name" scale node --replicas "$nodes" >&2
-"$bin/kubectl" wait --for=condition=Ready node --all --timeout=2m >&2
-
-# A second context on the same cluster, for tests that switch contexts.
-ctx=$("$bin/kubectl" config current-context)
-cluster=$("$bin/kubectl" config view -o jsonpath="{.contexts[?(@.name==\"$ctx\")].context.cluster}")
-user=$("$bin/kubectl" config view -o jsonpath="{.contexts[?(@.name==\"$ctx\")].context.user}")
-"$bin/kubectl" config set-context gobrave-k3s --cluster="$cluster" --user="$user" >&2
-
-# The default ServiceAccount must exist before pods can be created in "default"; the controller
-# manager makes it. On a loaded machine the controller manager can give up before the API server
-# answers ("failed to wait for apiserver being healthy", 10 s after its start; seen in CI while
-# the API server's rbac/bootstrap-roles hook was still running) and exit: then no controller runs
-# and every pod would wait for ever. kwokctl does not restart a component that exits, so the
-# cluster's components are stopped and started again (same ports, same etcd data), at most
-# twice; after that, say so and stop.
-kcm_pid=$workdir/clusters/$name/pids/kube-controller-manager.pid
-sa=false
-restarts=0
-deadline=$((SECONDS + 60))
-while [ $SECONDS -lt $deadline ]; do
-  if "$bin/kubectl" -n default get serviceaccount default >/dev/null 2>&1; then sa=true; break; fi
-  if [ -f "$kcm_pid" ] && ! kill -0 "$(cat "$kcm_pid")" 2>/dev/null; then
-    [ $restarts -lt 2 ] ||
-      die "kube-controller-manager exited during the start, $((restarts + 1)) times (its log is above; on a loaded machine it gives up when the API server is slow to answer): run again when the machine is less busy"
-    restarts=$((restarts + 1))
-    log "kube-controller-manager exited during the start (the API server was slow to answer); restarting the cluster's components ($restarts/2)"
-    tail -n 5 "$workdir/clusters/$name/logs/kube-controller-manager.log" >&2 || true
-    "$bin/kwokctl" --name "$name" stop cluster >&2 || die "kwokctl stop cluster failed"
-    "$bin/kwokctl" --name "$name" start cluster --wait 2m >&2 || die "kwokctl start cluster failed"
-    deadline=$((SECONDS + 60))
-    continue
+# start_once creates the cluster, its nodes and the second context, then waits for the default
+# ServiceAccount, which the controller manager makes and every pod in "default" needs. It sets
+# kcm_exited=true when the controller manager exited before that (it returns 0 either way:
+# called in a condition, set -e would not stop at a failing command inside it): on a loaded machine it gives up
+# when the API server does not answer within 10 s of its start ("failed to wait for apiserver
+# being healthy"; seen in CI while the API server's rbac/bootstrap-roles hook still ran), and
+# kwokctl does not restart a component that exits, so no controller would ever run.
+start_once() {
+  if command -v flock >/dev/null; then
+    flock -o -w 300 "$lockdir/cluster-up.lock" "${create[@]}" >&2
+  else
+    log "flock not found: do not start two clusters at once"
+    "${create[@]}" >&2
   fi
-  sleep 0.1
+  [ -s "$kubeconfig" ] || die "kwokctl did not write $kubeconfig"
+
+  # Nodes first: pods created before any node exists wait ~15 s for the scheduler to retry.
+  log "creating $nodes node(s)"
+  "$bin/kwokctl" --name "$name" scale node --replicas "$nodes" >&2
+  "$bin/kubectl" wait --for=condition=Ready node --all --timeout=2m >&2
+
+  # A second context on the same cluster, for tests that switch contexts.
+  local ctx cluster user
+  ctx=$("$bin/kubectl" config current-context)
+  cluster=$("$bin/kubectl" config view -o jsonpath="{.contexts[?(@.name==\"$ctx\")].context.cluster}")
+  user=$("$bin/kubectl" config view -o jsonpath="{.contexts[?(@.name==\"$ctx\")].context.user}")
+  "$bin/kubectl" config set-context gobrave-k3s --cluster="$cluster" --user="$user" >&2
+
+  local kcm_pid=$workdir/clusters/$name/pids/kube-controller-manager.pid
+  local deadline=$((SECONDS + 60))
+  while [ $SECONDS -lt $deadline ]; do
+    if "$bin/kubectl" -n default get serviceaccount default >/dev/null 2>&1; then
+      kcm_exited=false
+      return 0
+    fi
+    if [ -f "$kcm_pid" ] && ! kill -0 "$(cat "$kcm_pid")" 2>/dev/null; then
+      tail -n 5 "$workdir/clusters/$name/logs/kube-controller-manager.log" >&2 || true
+      kcm_exited=true
+      return 0
+    fi
+    sleep 0.1
+  done
+  die "no default ServiceAccount 60 s after the start: the controller manager is not working (its log is above)"
+}
+
+# When the controller manager exits during the start, the cluster is deleted and created again
+# from nothing, at most twice. Not a restart of the components on the same data: kwok's node
+# leases (200 s) would still name the stopped kwok controller, and the new one would leave every
+# pod Pending until they expire.
+attempt=1
+log "starting cluster $name in $workdir"
+while :; do
+  start_once
+  $kcm_exited || break
+  [ $attempt -lt 3 ] ||
+    die "kube-controller-manager exited during the start, $attempt times (its log is above; on a loaded machine it gives up when the API server is slow to answer): run again when the machine is less busy"
+  log "kube-controller-manager exited during the start (the API server was slow to answer); deleting the cluster and starting it again ($attempt/2)"
+  "$bin/kwokctl" --name "$name" delete cluster >&2 || die "kwokctl delete cluster failed"
+  attempt=$((attempt + 1))
 done
-$sa || die "no default ServiceAccount 60 s after the start: the controller manager is not working (its log is above)"
 
 # Nothing of this cluster may listen beyond loopback.
 if command -v ss >/dev/null; then

@@ -285,7 +285,8 @@ func TestFaultMonitorKilled(t *testing.T) {
 		}
 		if mon.exited() {
 			logJobTimes(t, e.ns, begin)
-			t.Fatalf("the monitor ended before the kill: the jobs ended too close together (states %v)\n%s", atKill, lastLines(mon.result().stderr, 20))
+			r := mon.result()
+			t.Fatalf("the monitor ended before the kill (exit %d; the jobs ended too close together?), states %v\nstdout:\n%s\nstderr:\n%s", r.code, atKill, lastLines(r.stdout, 10), lastLines(r.stderr, 20))
 		}
 		return false, fmt.Errorf("states %v", atKill)
 	})
