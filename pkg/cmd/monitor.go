@@ -387,7 +387,7 @@ func (o *RecoverOptions) Run(ctx context.Context) error {
 // them again), which it reads page by page; namespace, when set, keeps one
 // namespace's records.
 func (f *Factory) reconcileAll(ctx context.Context, st *store.Store, scopes []store.Scope, at time.Time, namespace string, onEvent func(store.Event)) (monitor.Summary, error) {
-	tuneGCForMonitoring()
+	tuneGCForPass()
 	byCtx := map[string][]string{}
 	for _, sc := range scopes {
 		c, err := f.ContextFor(sc.Runtime)

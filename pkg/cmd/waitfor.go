@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -259,23 +258,6 @@ type monitorSet struct {
 	// the IDs of later pages are added.
 	hold bool
 	held []*monitor.Monitor
-}
-
-// monitorGCPercent is the GOGC of a process that monitors, unless GOGC is set
-// in its environment. Its heap is mostly the garbage of decoding the
-// informers' initial lists; collecting at 1.5x the live heap instead of 2x
-// took the median peak RSS of monitor --all over 5,000 workloads from 77 to
-// 68 MiB for about 0.4 s more CPU, once (docs/performance.md).
-const monitorGCPercent = 50
-
-var tuneGC sync.Once
-
-func tuneGCForMonitoring() {
-	tuneGC.Do(func() {
-		if os.Getenv("GOGC") == "" {
-			debug.SetGCPercent(monitorGCPercent)
-		}
-	})
 }
 
 func (f *Factory) newMonitorSet(ctx context.Context, st *store.Store, opts monitor.Options) *monitorSet {
