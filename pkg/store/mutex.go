@@ -41,7 +41,34 @@ type sqlMutex struct {
 	cnt       int32 // entries of the owner (recursive)
 	id        atomic.Int32
 	recursive bool
+	free      bool // connMutex: never locked
 }
+
+// connMutex is the mutex of every connection (SQLite's db->mutex) opened
+// once SQLite is initialized: it is never locked.
+//
+// modernc.org/sqlite opens every connection SQLITE_OPEN_FULLMUTEX, so SQLite
+// enters the connection's mutex in each call of its API: each bind, step,
+// reset, and the three calls that read a column (recover's record read:
+// ~60 enters and leaves a record, a third of its CPU in BenchmarkReadBatch).
+// That mutex serializes the threads of one connection, and a connection of
+// this store never has two: database/sql holds its driverConn's lock over
+// every call into a connection and everything made from it (statements,
+// rows, transactions), and modernc.org/sqlite's own goroutine only calls
+// sqlite3_interrupt, which SQLite makes safe from any thread without the
+// mutex. That is SQLite's multi-thread mode (SQLITE_OPEN_NOMUTEX), which
+// the driver cannot be asked for.
+//
+// Only connections get it: SQLite allocates a recursive mutex for each
+// connection (openDatabase) and, while sqlite3_initialize runs, one for
+// itself (pInitMutex, freed when it returns); installAllocator initializes
+// SQLite before setting connMutexFree, so every recursive mutex allocated
+// after is a connection's. The mutexes shared between connections (the
+// file's, the page cache's, the VFS's: fast and static) stay real.
+var connMutex = sqlMutex{recursive: true, free: true}
+
+// connMutexFree is set once SQLite is initialized (installAllocator).
+var connMutexFree atomic.Bool
 
 var sqlMutexes = struct {
 	sync.Mutex
@@ -58,6 +85,8 @@ func sqlMutexEnd(*libc.TLS) int32 { return sqlite3.SQLITE_OK }
 
 func sqlMutexAlloc(_ *libc.TLS, typ int32) uintptr {
 	switch {
+	case typ == sqlite3.SQLITE_MUTEX_RECURSIVE && connMutexFree.Load():
+		return uintptr(unsafe.Pointer(&connMutex))
 	case typ == sqlite3.SQLITE_MUTEX_FAST || typ == sqlite3.SQLITE_MUTEX_RECURSIVE:
 		m := &sqlMutex{recursive: typ == sqlite3.SQLITE_MUTEX_RECURSIVE}
 		p := uintptr(unsafe.Pointer(m))
@@ -74,6 +103,9 @@ func sqlMutexAlloc(_ *libc.TLS, typ int32) uintptr {
 }
 
 func sqlMutexFree(_ *libc.TLS, p uintptr) {
+	if mutexOf(p).free {
+		return
+	}
 	sqlMutexes.Lock()
 	delete(sqlMutexes.live, p)
 	sqlMutexes.Unlock()
@@ -84,6 +116,9 @@ func sqlMutexEnter(tls *libc.TLS, p uintptr) {
 		return
 	}
 	m := mutexOf(p)
+	if m.free {
+		return
+	}
 	if m.recursive && m.id.Load() == tls.ID {
 		m.cnt++ // ours: only we write id and cnt
 		return
@@ -98,6 +133,9 @@ func sqlMutexTry(tls *libc.TLS, p uintptr) int32 {
 		return sqlite3.SQLITE_OK
 	}
 	m := mutexOf(p)
+	if m.free {
+		return sqlite3.SQLITE_OK
+	}
 	if m.recursive && m.id.Load() == tls.ID {
 		m.cnt++
 		return sqlite3.SQLITE_OK
@@ -115,6 +153,9 @@ func sqlMutexLeave(_ *libc.TLS, p uintptr) {
 		return
 	}
 	m := mutexOf(p)
+	if m.free {
+		return
+	}
 	if m.cnt--; m.cnt > 0 {
 		return
 	}
@@ -123,14 +164,14 @@ func sqlMutexLeave(_ *libc.TLS, p uintptr) {
 }
 
 func sqlMutexHeld(tls *libc.TLS, p uintptr) int32 {
-	if p == 0 {
+	if p == 0 || mutexOf(p).free {
 		return 1
 	}
 	return libc.Bool32(mutexOf(p).id.Load() == tls.ID)
 }
 
 func sqlMutexNotheld(tls *libc.TLS, p uintptr) int32 {
-	if p == 0 {
+	if p == 0 || mutexOf(p).free {
 		return 1
 	}
 	return libc.Bool32(mutexOf(p).id.Load() != tls.ID)

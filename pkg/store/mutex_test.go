@@ -13,37 +13,45 @@ import (
 
 // TestSQLiteMutexes: once a store is open, SQLite's mutexes are the
 // store's (mutex.go), not libc's pthread mutexes: SQLite hands out the
-// store's static mutexes, and a dynamic one it allocates is a sqlMutex that
-// counts recursive entries and is held by its TLS only.
+// store's static mutexes, a connection's (recursive) mutex is connMutex,
+// never locked, and a fast one is a sqlMutex held by its TLS only.
 func TestSQLiteMutexes(t *testing.T) {
 	openTest(t) // installs the mutexes before SQLite's first connection
-	if !sqlMutexesInstalled {
-		t.Fatal("SQLite did not take the store's mutexes")
+	if !sqlMutexesInstalled || !connMutexFree.Load() {
+		t.Fatalf("SQLite did not take the store's mutexes (installed %v, initialized %v)", sqlMutexesInstalled, connMutexFree.Load())
 	}
 	tls := libc.NewTLS()
 	defer tls.Close()
+	other := libc.NewTLS()
+	defer other.Close()
 	for typ := int32(sqlite3.SQLITE_MUTEX_STATIC_MAIN); typ <= sqlite3.SQLITE_MUTEX_STATIC_VFS3; typ++ {
 		if got, want := sqlite3.Xsqlite3_mutex_alloc(tls, typ), uintptr(unsafe.Pointer(&sqlMutexes.static[typ])); got != want {
 			t.Fatalf("static mutex %d is %#x, want the store's %#x", typ, got, want)
 		}
 	}
-	p := sqlite3.Xsqlite3_mutex_alloc(tls, sqlite3.SQLITE_MUTEX_RECURSIVE)
+
+	c := sqlite3.Xsqlite3_mutex_alloc(tls, sqlite3.SQLITE_MUTEX_RECURSIVE)
+	if c != uintptr(unsafe.Pointer(&connMutex)) {
+		t.Fatalf("a recursive mutex allocated once SQLite is initialized is %#x, not connMutex", c)
+	}
+	sqlite3.Xsqlite3_mutex_enter(tls, c)
+	if sqlite3.Xsqlite3_mutex_try(other, c) != sqlite3.SQLITE_OK {
+		t.Fatal("connMutex was locked")
+	}
+	sqlite3.Xsqlite3_mutex_leave(other, c)
+	sqlite3.Xsqlite3_mutex_leave(tls, c)
+	sqlite3.Xsqlite3_mutex_free(tls, c)
+
+	p := sqlite3.Xsqlite3_mutex_alloc(tls, sqlite3.SQLITE_MUTEX_FAST)
 	sqlMutexes.Lock()
 	_, ours := sqlMutexes.live[p]
 	sqlMutexes.Unlock()
 	if !ours {
-		t.Fatalf("a recursive mutex %#x is not the store's", p)
+		t.Fatalf("a fast mutex %#x is not the store's", p)
 	}
-	other := libc.NewTLS()
-	defer other.Close()
 	sqlite3.Xsqlite3_mutex_enter(tls, p)
-	sqlite3.Xsqlite3_mutex_enter(tls, p) // recursive
 	if sqlite3.Xsqlite3_mutex_try(other, p) != sqlite3.SQLITE_BUSY {
 		t.Fatal("another TLS entered a held mutex")
-	}
-	sqlite3.Xsqlite3_mutex_leave(tls, p)
-	if sqlite3.Xsqlite3_mutex_try(other, p) != sqlite3.SQLITE_BUSY {
-		t.Fatal("another TLS entered a mutex held once more")
 	}
 	sqlite3.Xsqlite3_mutex_leave(tls, p)
 	if sqlite3.Xsqlite3_mutex_try(other, p) != sqlite3.SQLITE_OK {
@@ -57,6 +65,25 @@ func TestSQLiteMutexes(t *testing.T) {
 	if ours {
 		t.Fatal("a freed mutex is still held")
 	}
+
+	// A recursive mutex allocated before SQLite is initialized (its own,
+	// while sqlite3_initialize runs) counts its entries.
+	r := &sqlMutex{recursive: true}
+	rp := uintptr(unsafe.Pointer(r))
+	sqlMutexEnter(tls, rp)
+	sqlMutexEnter(tls, rp) // recursive
+	if sqlMutexTry(other, rp) != sqlite3.SQLITE_BUSY {
+		t.Fatal("another TLS entered a held recursive mutex")
+	}
+	sqlMutexLeave(tls, rp)
+	if sqlMutexTry(other, rp) != sqlite3.SQLITE_BUSY {
+		t.Fatal("another TLS entered a recursive mutex held once more")
+	}
+	sqlMutexLeave(tls, rp)
+	if sqlMutexTry(other, rp) != sqlite3.SQLITE_OK {
+		t.Fatal("another TLS could not enter a released recursive mutex")
+	}
+	sqlMutexLeave(other, rp)
 }
 
 // TestSQLiteMutexesConcurrent runs writers and readers on several
@@ -100,13 +127,13 @@ func TestSQLiteMutexesConcurrent(t *testing.T) {
 	}
 }
 
-// BenchmarkSQLiteMutex is one enter and leave of an uncontended recursive
-// mutex (a connection's), through SQLite's API as its own code calls it.
+// BenchmarkSQLiteMutex is one enter and leave of an uncontended fast mutex
+// (a file's), through SQLite's API as its own code calls it.
 func BenchmarkSQLiteMutex(b *testing.B) {
 	openTest(b)
 	tls := libc.NewTLS()
 	defer tls.Close()
-	p := sqlite3.Xsqlite3_mutex_alloc(tls, sqlite3.SQLITE_MUTEX_RECURSIVE)
+	p := sqlite3.Xsqlite3_mutex_alloc(tls, sqlite3.SQLITE_MUTEX_FAST)
 	defer sqlite3.Xsqlite3_mutex_free(tls, p)
 	for b.Loop() {
 		sqlite3.Xsqlite3_mutex_enter(tls, p)

@@ -225,6 +225,11 @@ func installAllocator() {
 		slabs.mu.Lock()
 		slabs.enabled = rc == sqlite3.SQLITE_OK
 		slabs.mu.Unlock()
+		// SQLite initialized here, once: the recursive mutexes it
+		// allocates from now on are its connections' (connMutex).
+		if sqlMutexesInstalled && sqlite3.Xsqlite3_initialize(tls) == sqlite3.SQLITE_OK {
+			connMutexFree.Store(true)
+		}
 	})
 }
 
