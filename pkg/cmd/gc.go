@@ -9,8 +9,9 @@ import (
 	"sync"
 )
 
-// The garbage collector's settings, by what the process does. Neither is
-// touched when GOGC or GOMEMLIMIT is set in the environment: those win.
+// The garbage collector's settings, by what the process does. GOGC in the
+// environment wins over both; a pass also leaves the collector alone when
+// GOMEMLIMIT is set.
 //
 // A process that monitors (monitor, recover without --once, run --wait, ...)
 // collects at GOGC 50: its live heap grows with the IDs it follows, and

@@ -115,7 +115,7 @@ func BenchmarkApplyBatchNoSpecsSmall(b *testing.B) {
 }
 
 func benchApply(b *testing.B, apply func(*Store, context.Context, []Transition) ([]Applied, error), batchSize int) {
-	ctx := commandCtx(b)
+	ctx := b.Context() // cancellable, as a command's (see benchRecoverPass)
 	s, _ := openTest(b)
 	ids := fill(b, s, 500)
 	cycle := []EventType{StartRequested, ContainerStarted, StopRequested, ContainerExited}

@@ -255,3 +255,47 @@ func TestApplyFree(t *testing.T) {
 		t.Errorf("d after a failed ApplyFree: %s %q, %v; want created, uid-d", w.State, w.UID, err)
 	}
 }
+
+// TestApplyFreeCancelled: a pass cancelled inside its write transaction
+// (here while the batch is built, after the records and leases were read)
+// records nothing and reports the cancellation. The applier's statements
+// run under a context without an end (applier.run), so the cancellation
+// must be caught around them: this fails if ApplyFree ever commits a
+// batch it was cancelled in.
+func TestApplyFreeCancelled(t *testing.T) {
+	s, _ := openTest(t)
+	w := workload("ns", "job", "a")
+	mustPut(t, s, w)
+	rec, err := s.Get(context.Background(), w.RuntimeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.Events(context.Background(), w.RuntimeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	all := func(string, Head) bool { return true }
+	_, _, _, err = s.ApplyFree(ctx, liveOwner("me"), []string{w.RuntimeID}, time.Minute, all, func(heads map[string]Head, free []string) FreeBatch {
+		cancel()
+		return FreeBatch{Transitions: []Transition{{RuntimeID: w.RuntimeID, Type: ContainerStarted, UID: heads[w.RuntimeID].UID}}}
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("ApplyFree cancelled in its transaction: %v, want context.Canceled", err)
+	}
+	got, err := s.Get(context.Background(), w.RuntimeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != rec.State || got.Epoch != rec.Epoch {
+		t.Errorf("state %s epoch %d after a cancelled pass, want %s %d", got.State, got.Epoch, rec.State, rec.Epoch)
+	}
+	after, err := s.Events(context.Background(), w.RuntimeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		t.Errorf("%d events after a cancelled pass, want %d", len(after), len(before))
+	}
+}

@@ -203,7 +203,7 @@ func (s *Store) applyTx(ctx context.Context, tx *sql.Tx, ts []Transition, now ti
 
 // run applies ts in order and writes the records that moved.
 //
-// Its statements run under a context that is never done (stmtCtx): for a
+// Its statements run under a context that is never done: for a
 // statement whose context can end, modernc.org/sqlite starts a goroutine
 // that waits for the end to interrupt it, and installs a progress handler,
 // which cost more than inserting an event (pprof of recover --once: ~4 %
@@ -211,7 +211,7 @@ func (s *Store) applyTx(ctx context.Context, tx *sql.Tx, ts []Transition, now ti
 // checked before each transition instead: a cancelled pass stops within one
 // statement (microseconds) and its transaction is rolled back as before.
 func (a *applier) run(ctx context.Context, ts []Transition, now time.Time) ([]Applied, error) {
-	sctx := stmtCtx(ctx)
+	sctx := context.WithoutCancel(ctx)
 	res := make([]Applied, 0, len(ts))
 	for _, t := range ts {
 		if err := ctx.Err(); err != nil {
@@ -231,10 +231,6 @@ func (a *applier) run(ctx context.Context, ts []Transition, now time.Time) ([]Ap
 	}
 	return res, nil
 }
-
-// stmtCtx is ctx without its end, for statements of a few microseconds each
-// whose caller checks ctx between them (see applier.run).
-func stmtCtx(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // applier is one ApplyBatch transaction: the records of its runtime IDs,
 // moved in memory, and the statements it reuses.

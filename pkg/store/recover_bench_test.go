@@ -77,7 +77,10 @@ func BenchmarkRecoverPassCreated(b *testing.B) { benchRecoverPass(b, true) }
 
 func benchRecoverPass(b *testing.B, created bool) {
 	const n, batch = 20000, 256
-	ctx := commandCtx(b)
+	// A context that can end, as every command's (signal.NotifyContext):
+	// under context.Background, whose Done is nil, modernc.org/sqlite skips
+	// its per-statement interrupt watch, and the benchmark would not see it.
+	ctx := b.Context()
 	dir := b.TempDir()
 	seed := filepath.Join(dir, "seed.db")
 	ids := seedRecover(b, seed, n)
@@ -134,15 +137,6 @@ func benchRecoverPass(b *testing.B, created bool) {
 	}
 	b.ReportMetric(float64(n*b.N)/cpu.Seconds(), "transitions/cpu-s")
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "transitions/s")
-}
-
-// commandCtx is a context that can end, as every command's is (signal.NotifyContext):
-// with context.Background, whose Done is nil, modernc.org/sqlite skips its
-// per-statement interrupt watch and a benchmark would not see its cost.
-func commandCtx(b testing.TB) context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	b.Cleanup(cancel)
-	return ctx
 }
 
 func copyFile(b testing.TB, from, to string) {
