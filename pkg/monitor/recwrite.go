@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"fmt"
 	"runtime/trace"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -29,6 +30,15 @@ import (
 // pass's; the records written before that hold true observations.
 func (r *reconciler) write(ctx context.Context, kinds []string, full <-chan *batch, free chan<- *batch, auxDone <-chan struct{}, auxErr *error) error {
 	r.notesDone = false
+	// The streams wait for the API server's first answer: the statements
+	// of the writer's transactions are prepared meanwhile, not in the
+	// first of them.
+	reg := trace.StartRegion(ctx, "reconcile prepare")
+	err := r.st.PrepareWrites(ctx)
+	reg.End()
+	if err != nil {
+		return fmt.Errorf("monitor: %w", err)
+	}
 	held := make(map[string]*batch, len(kinds))
 	keys := map[uint64]struct{}{} // keyHash of every object held
 	wait := func() bool {         // waits for aux; false: stop here

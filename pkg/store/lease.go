@@ -81,11 +81,20 @@ const leaseColumns = "l.runtime_id, l.owner, l.pid, l.host, max(l.heartbeat, coa
 // leaseFrom is the FROM clause of leaseColumns.
 const leaseFrom = " FROM leases AS l LEFT JOIN lease_owners AS lo ON lo.owner = l.owner "
 
+// heldByOthersQuery reads the leases of the IDs of a JSON array.
+const heldByOthersQuery = "SELECT " + leaseColumns + leaseFrom + "WHERE l.runtime_id IN (SELECT value FROM json_each(?))"
+
 // heldByOthers reads, in tx, the leases of the IDs of list (a JSON array):
 // held are those a live owner other than o holds; present, every ID that
 // has a lease row.
 func (s *Store) heldByOthers(ctx context.Context, tx *sql.Tx, o Owner, list string, ttl time.Duration, now time.Time) (held, present map[string]bool, err error) {
-	rows, err := tx.QueryContext(ctx, "SELECT "+leaseColumns+leaseFrom+"WHERE l.runtime_id IN (SELECT value FROM json_each(?))", list)
+	st, err := s.stmt(ctx, heldByOthersQuery)
+	if err != nil {
+		return nil, nil, err
+	}
+	txst := tx.StmtContext(ctx, st)
+	defer txst.Close()
+	rows, err := txst.QueryContext(ctx, list)
 	if err != nil {
 		return nil, nil, err
 	}
