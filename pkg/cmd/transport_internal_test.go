@@ -1,12 +1,17 @@
 package cmd
 
 import (
+	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -59,5 +64,65 @@ current-context: c
 	}
 	if tr.TLSClientConfig == nil || !tr.TLSClientConfig.InsecureSkipVerify {
 		t.Errorf("the copy lost the kubeconfig's TLS settings: %+v", tr.TLSClientConfig)
+	}
+}
+
+// TestWatchClientSpeaksHTTP11: against an API server that speaks HTTP/2,
+// Client's requests use it and WatchClient's use HTTP/1.1 (a connection
+// per watch), each built once per context.
+func TestWatchClientSpeaksHTTP11(t *testing.T) {
+	var mu sync.Mutex
+	protos := map[string][]int{} // by User-Agent's client: "watch" or "client"
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		protos[r.URL.Query().Get("who")] = append(protos[r.URL.Query().Get("who")], r.ProtoMajor)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[]}`)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q, insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`, srv.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	flags := genericclioptions.NewConfigFlags(true)
+	flags.KubeConfig = &kubeconfig
+	ctxName := "c"
+	flags.Context = &ctxName
+	f := &Factory{ConfigFlags: flags}
+	list := func(who string, get func(string) (kubernetes.Interface, error)) {
+		t.Helper()
+		c, err := get("k8s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := get("k8s")
+		if err != nil || again != c {
+			t.Errorf("%s: a second call built another clientset (%v)", who, err)
+		}
+		// A query parameter tells the server who is asking.
+		err = c.CoreV1().RESTClient().Get().Resource("pods").Param("who", who).Do(context.Background()).Error()
+		if err != nil {
+			t.Fatalf("%s: %v", who, err)
+		}
+	}
+	list("client", f.Client)
+	list("watch", f.WatchClient)
+	mu.Lock()
+	defer mu.Unlock()
+	if got := protos["client"]; len(got) != 1 || got[0] != 2 {
+		t.Errorf("Client's request: HTTP major versions %v, want [2]", got)
+	}
+	if got := protos["watch"]; len(got) != 1 || got[0] != 1 {
+		t.Errorf("WatchClient's request: HTTP major versions %v, want [1]", got)
 	}
 }

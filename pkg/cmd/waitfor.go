@@ -300,7 +300,7 @@ func (s *monitorSet) add(ws []store.Workload) error {
 			m.Add(groups[c]...)
 			continue
 		}
-		client, err := s.f.Client(runtimeOf[c])
+		client, err := s.f.WatchClient(runtimeOf[c])
 		if err != nil {
 			return err
 		}
