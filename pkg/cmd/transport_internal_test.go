@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -124,5 +125,43 @@ current-context: c
 	}
 	if got := protos["watch"]; len(got) != 1 || got[0] != 1 {
 		t.Errorf("WatchClient's request: HTTP major versions %v, want [1]", got)
+	}
+}
+
+// TestWatchClientPlainHTTP: a context whose server is plain http (a local
+// proxy) works through WatchClient too: the TLS setting that keeps it off
+// HTTP/2 must not make client-go refuse or mangle a config without TLS.
+func TestWatchClientPlainHTTP(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Proto+" "+r.URL.Path)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[]}`)
+	}))
+	defer srv.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q}}]
+users: [{name: u, user: {}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`, srv.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	flags := genericclioptions.NewConfigFlags(true)
+	flags.KubeConfig = &kubeconfig
+	ctxName := "c"
+	flags.Context = &ctxName
+	f := &Factory{ConfigFlags: flags}
+	c, err := f.WatchClient("k8s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{}); err != nil {
+		t.Fatalf("list over plain http: %v", err)
+	}
+	if len(got) != 1 || got[0] != "HTTP/1.1 /api/v1/namespaces/ns/pods" {
+		t.Errorf("the server saw %q, want one HTTP/1.1 list of the pods", got)
 	}
 }
