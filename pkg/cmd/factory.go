@@ -194,29 +194,12 @@ func (f *Factory) ContextFor(runtime string) (string, error) {
 
 // Client returns the clientset for runtime's context, built once per context.
 func (f *Factory) Client(runtime string) (kubernetes.Interface, error) {
-	ctxName, err := f.ContextFor(runtime)
-	if err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if c, ok := f.clients[ctxName]; ok {
-		return c, nil
-	}
-	var c kubernetes.Interface
-	if f.NewClient != nil {
-		c, err = f.NewClient(ctxName)
-	} else {
-		c, err = f.buildClient(ctxName)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if f.clients == nil {
-		f.clients = map[string]kubernetes.Interface{}
-	}
-	f.clients[ctxName] = c
-	return c, nil
+	return f.cachedClient(&f.clients, runtime, func(ctxName string) (kubernetes.Interface, error) {
+		if f.NewClient != nil {
+			return f.NewClient(ctxName)
+		}
+		return f.buildClient(ctxName)
+	})
 }
 
 // WatchClient returns the clientset the monitors that follow use for
@@ -226,40 +209,52 @@ func (f *Factory) Client(runtime string) (kubernetes.Interface, error) {
 // connection, the watches share one TCP stream and one reading goroutine,
 // and a burst of one kind's events (the pods of 1,000 jobs ending) delays
 // another's: the bench's event-to-row latency of the jobs, with a monitor
-// of each side by side on the same events (hack/bench -latency-baseline,
-// N = 1,000, two runs), was p99 39 and 43 ms on HTTP/2, 21 and 26 ms on
-// HTTP/1.1, the maximum 108 and 69 ms against 45 and 46 ms. recover --once
-// stays on Client's HTTP/2: its two or four streams gained nothing on
-// HTTP/1.1 (docs/performance.md). With NewClient (tests), it is Client.
+// of each side by side on the same events (hack/bench -latency-baseline),
+// was p99 34–43 ms on HTTP/2 and 21–26 ms on HTTP/1.1 at N = 1,000, 105
+// against 16 ms at 100,000 (docs/performance.md). recover --once stays on
+// Client's HTTP/2: its two or four streams gained nothing on HTTP/1.1.
+// With NewClient (tests), it is Client.
 func (f *Factory) WatchClient(runtime string) (kubernetes.Interface, error) {
 	if f.NewClient != nil {
 		return f.Client(runtime)
 	}
+	return f.cachedClient(&f.watchClients, runtime, func(ctxName string) (kubernetes.Interface, error) {
+		rc, err := f.RESTConfig(ctxName)
+		if err != nil {
+			return nil, err
+		}
+		// client-go configures HTTP/2 only on a transport whose TLS
+		// NextProtos allow it (utilnet.SetTransportDefaults), and caches
+		// transports by these settings: this one is not Client's.
+		rc.TLSClientConfig.NextProtos = []string{"http/1.1"}
+		c, err := newClientset(rc)
+		if err != nil {
+			return nil, fmt.Errorf("build watch client for context %q: %w", ctxName, err)
+		}
+		return c, nil
+	})
+}
+
+// cachedClient returns the clientset of runtime's context in *cache, built
+// by build (under f.mu) the first time.
+func (f *Factory) cachedClient(cache *map[string]kubernetes.Interface, runtime string, build func(ctxName string) (kubernetes.Interface, error)) (kubernetes.Interface, error) {
 	ctxName, err := f.ContextFor(runtime)
 	if err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if c, ok := f.watchClients[ctxName]; ok {
+	if c, ok := (*cache)[ctxName]; ok {
 		return c, nil
 	}
-	rc, err := f.RESTConfig(ctxName)
+	c, err := build(ctxName)
 	if err != nil {
 		return nil, err
 	}
-	// client-go configures HTTP/2 only on a transport whose TLS
-	// NextProtos allow it (utilnet.SetTransportDefaults), and caches
-	// transports by these settings: this one is not Client's.
-	rc.TLSClientConfig.NextProtos = []string{"http/1.1"}
-	c, err := newClientset(rc)
-	if err != nil {
-		return nil, fmt.Errorf("build watch client for context %q: %w", ctxName, err)
+	if *cache == nil {
+		*cache = map[string]kubernetes.Interface{}
 	}
-	if f.watchClients == nil {
-		f.watchClients = map[string]kubernetes.Interface{}
-	}
-	f.watchClients[ctxName] = c
+	(*cache)[ctxName] = c
 	return c, nil
 }
 

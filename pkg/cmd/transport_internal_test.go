@@ -23,20 +23,7 @@ import (
 // client buffered up to 4 MiB of each (hack/recmem -tls). A client-go that
 // wraps its cached transport differently fails here rather than silently.
 func TestRESTConfigBoundsStreamBuffers(t *testing.T) {
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443", insecure-skip-tls-verify: true}}]
-users: [{name: u, user: {token: x}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	flags := genericclioptions.NewConfigFlags(true)
-	flags.KubeConfig = &kubeconfig
-	f := &Factory{ConfigFlags: flags}
+	f := factoryFor(t, "https://127.0.0.1:6443", "insecure-skip-tls-verify: true", "token: x")
 	rc, err := f.RESTConfig("c")
 	if err != nil {
 		t.Fatal(err)
@@ -84,22 +71,7 @@ func TestWatchClientSpeaksHTTP11(t *testing.T) {
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
 	defer srv.Close()
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: %q, insecure-skip-tls-verify: true}}]
-users: [{name: u, user: {token: x}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`, srv.URL)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	flags := genericclioptions.NewConfigFlags(true)
-	flags.KubeConfig = &kubeconfig
-	ctxName := "c"
-	flags.Context = &ctxName
-	f := &Factory{ConfigFlags: flags}
+	f := factoryFor(t, srv.URL, "insecure-skip-tls-verify: true", "token: x")
 	list := func(who string, get func(string) (kubernetes.Interface, error)) {
 		t.Helper()
 		c, err := get("k8s")
@@ -139,21 +111,7 @@ func TestWatchClientPlainHTTP(t *testing.T) {
 		fmt.Fprint(w, `{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[]}`)
 	}))
 	defer srv.Close()
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: %q}}]
-users: [{name: u, user: {}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`, srv.URL)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	flags := genericclioptions.NewConfigFlags(true)
-	flags.KubeConfig = &kubeconfig
-	ctxName := "c"
-	flags.Context = &ctxName
-	f := &Factory{ConfigFlags: flags}
+	f := factoryFor(t, srv.URL, "", "")
 	c, err := f.WatchClient("k8s")
 	if err != nil {
 		t.Fatal(err)
@@ -164,4 +122,29 @@ current-context: c
 	if len(got) != 1 || got[0] != "HTTP/1.1 /api/v1/namespaces/ns/pods" {
 		t.Errorf("the server saw %q, want one HTTP/1.1 list of the pods", got)
 	}
+}
+
+// factoryFor is a Factory whose --context is "c", of a kubeconfig with one
+// cluster at server (with the cluster and user settings given, in YAML flow
+// style, e.g. "insecure-skip-tls-verify: true" and "token: x").
+func factoryFor(t *testing.T, server, cluster, user string) *Factory {
+	t.Helper()
+	if cluster != "" {
+		cluster = ", " + cluster
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q%s}}]
+users: [{name: u, user: {%s}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`, server, cluster, user)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	flags := genericclioptions.NewConfigFlags(true)
+	flags.KubeConfig = &kubeconfig
+	ctxName := "c"
+	flags.Context = &ctxName
+	return &Factory{ConfigFlags: flags}
 }
