@@ -28,6 +28,7 @@ type cluster struct {
 	env        []string // environment of every process run against the cluster
 	client     kubernetes.Interface
 	seq        atomic.Int64 // numbers the measurement files of the processes run
+	serverGC   bool         // -server-gc: see procSpec.settle
 }
 
 // startCluster runs hack/cluster-up.sh --audit-log; the caller must call down, also on error.

@@ -60,6 +60,7 @@ type options struct {
 	profileDir  string
 	baseline    string // another build of the plugin, run interleaved with -plugin (A/B)
 	hold        bool
+	serverGC    bool // collect the API server's garbage before each measured run (servergc.go)
 	// latencyBaseline: a second plugin binary whose monitor runs side by side in the latency phase
 	latencyBaseline string
 }
@@ -99,6 +100,7 @@ func main() {
 	flag.BoolVar(&o.storeBench, "store-bench", true, "also run the store benchmarks (ApplyBatch, Ps10k) and report them")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "also profile recover --once and monitor --all (CPU, allocations, gctrace) into this folder")
 	flag.StringVar(&o.baseline, "baseline", "", "another build of the plugin (e.g. main's): recover --once of it runs interleaved with -plugin's and the limit's, run by run, on the same cluster and database template (an A/B in one run)")
+	flag.BoolVar(&o.serverGC, "server-gc", true, "start each measured run of recover, the limit and kubectl get on a freshly collected API server (GET /debug/pprof/heap?gc=1) and report its collections during each run: at 100,000 a run otherwise also pays for the garbage of the run before it")
 	flag.BoolVar(&o.hold, "hold", false, "after the load is recorded, write the environment of the cluster (KUBECONFIG, HOME, ..., TEMPLATE_DB) to a file, log its path and wait until the file is removed (or SIGINT) before measuring: for experiments by hand on the same cluster")
 	flag.Parse()
 	for _, s := range strings.Split(ns, ",") {

@@ -35,6 +35,9 @@ type procSpec struct {
 	stdout *strings.Builder
 	// devNull sends stdout to /dev/null (no lines are counted).
 	devNull bool
+	// settle starts the run on a freshly collected API server and counts the collections during
+	// it (with -server-gc; servergc.go). Not for a run measured beside another one.
+	settle bool
 }
 
 // measured is what one process run gave.
@@ -49,6 +52,9 @@ type measured struct {
 	Load     float64 // 1-minute load average at the start
 	Reached  bool    // the milestone was reached (with until)
 	Started  time.Time
+	// ServerGCs is the number of the API server's garbage collections from the run's start to its
+	// end (see settle); -1 when not counted.
+	ServerGCs int64
 }
 
 // auditBarrier makes one request under a User-Agent of its own and waits until the audit log
@@ -74,16 +80,27 @@ func (c *cluster) auditBarrier(ctx context.Context, from int64) error {
 
 // run starts p, measures it and collects its requests from the audit log.
 func (c *cluster) run(ctx context.Context, p procSpec) (measured, error) {
-	var m measured
-	from, err := c.audit.offset()
-	if err != nil {
-		return m, err
-	}
+	m := measured{ServerGCs: -1}
 	if p.timeout == 0 {
 		p.timeout = 30 * time.Minute
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
+	settle := p.settle && c.serverGC
+	var gcs int64
+	if settle {
+		if err := c.collectServerGarbage(ctx); err != nil {
+			return m, err
+		}
+		var err error
+		if gcs, err = c.serverGCs(ctx); err != nil {
+			return m, err
+		}
+	}
+	from, err := c.audit.offset()
+	if err != nil {
+		return m, err
+	}
 	ruFile := filepath.Join(c.tmp, fmt.Sprintf("rusage-%d.json", c.seq.Add(1)))
 	cmd := exec.Command(launcher, append([]string{"-rusage", ruFile, "--"}, p.argv...)...)
 	cmd.Env = p.env
@@ -143,6 +160,13 @@ func (c *cluster) run(ctx context.Context, p procSpec) (measured, error) {
 	wg.Wait()
 	werr := cmd.Wait()
 	m.Stderr = stderr.String()
+	if settle && ctx.Err() == nil {
+		after, err := c.serverGCs(ctx)
+		if err != nil {
+			return m, err
+		}
+		m.ServerGCs = after - gcs
+	}
 	if ctx.Err() != nil && milestone.IsZero() {
 		return m, fmt.Errorf("%s: %w (stderr: %s)", strings.Join(p.argv, " "), ctx.Err(), tail(m.Stderr))
 	}

@@ -111,6 +111,7 @@ func runScale(ctx context.Context, o options, n int) (*scaleResult, error) {
 		return res, err
 	}
 	s.cl = cl
+	cl.serverGC = o.serverGC
 	res.setup = append(res.setup, fmt.Sprintf("cluster with %d nodes up in %s (controller manager: %d concurrent deployment, replica set and job syncs)", res.nodes, secs(time.Since(t0)), o.syncs))
 	c := cl.client
 	nss := l.namespaces()
@@ -257,6 +258,9 @@ func medianRow(key, what string, ms []measured) row {
 	slices.Sort(rss)
 	r := row{key: key, what: what, wall: m.Wall, spread: spread(ms), rss: rss[len(rss)/2], cpu: m.CPU,
 		requests: len(m.Requests), perObj: perObjectCount(m.Requests), load: m.Load, note: summarize(m.Requests)}
+	if g := gcsOf(ms); g != "" {
+		r.note = strings.TrimPrefix(r.note+"; the API server's GCs in each run: "+g, "; ")
+	}
 	if len(rss) > 1 {
 		r.rssRange = mib(rss[0]) + "–" + mib(rss[len(rss)-1])
 	}
@@ -342,6 +346,7 @@ func (s *scale) recoverOnce(ctx context.Context, plugin, what string, first bool
 		argv:    []string{plugin, "recover", "--once", "--state-db", db},
 		env:     s.cl.env,
 		ua:      pluginUA,
+		settle:  true,
 		stdout:  &out,
 		timeout: 60 * time.Minute,
 	})
@@ -381,6 +386,7 @@ func (s *scale) recoverSynced(ctx context.Context, what string) (measured, error
 		argv:    []string{s.o.plugin, "recover", "--once", "--state-db", db},
 		env:     s.cl.env,
 		ua:      pluginUA,
+		settle:  true,
 		stdout:  &out,
 		timeout: 60 * time.Minute,
 	})
@@ -491,7 +497,7 @@ func (s *scale) limitOnce(ctx context.Context, i int) (measured, limitResult, er
 	logf("N=%d: the limit program, %s (%d/%d)", s.n, s.o.limitMode, i+1, s.o.reps)
 	var out strings.Builder
 	m, err := s.cl.run(ctx, procSpec{argv: []string{limitBin, "-kubeconfig", s.cl.kubeconfig, "-mode", s.o.limitMode, "-namespace", s.limitScope()},
-		env: s.cl.env, ua: limitUA, stdout: &out})
+		env: s.cl.env, ua: limitUA, stdout: &out, settle: true})
 	if err != nil {
 		return m, last, err
 	}
@@ -533,8 +539,7 @@ func (s *scale) measureGet(ctx context.Context) error {
 			break
 		}
 		logf("N=%d: kubectl get -o name (%d/%d)", s.n, i+1, s.o.reps)
-		m, err := s.cl.run(ctx, procSpec{argv: argv,
-			env: s.cl.env, ua: kubectlUA})
+		m, err := s.cl.run(ctx, procSpec{argv: argv, env: s.cl.env, ua: kubectlUA, settle: true})
 		if err != nil {
 			return err
 		}
