@@ -259,7 +259,7 @@ func medianRow(key, what string, ms []measured) row {
 	r := row{key: key, what: what, wall: m.Wall, spread: spread(ms), rss: rss[len(rss)/2], cpu: m.CPU,
 		requests: len(m.Requests), perObj: perObjectCount(m.Requests), load: m.Load, note: summarize(m.Requests)}
 	if g := gcsOf(ms); g != "" {
-		r.note = strings.TrimPrefix(r.note+"; the API server's GCs in each run: "+g, "; ")
+		r.note = strings.TrimPrefix(r.note+"; the API server's GCs in each run (its wall time): "+g, "; ")
 	}
 	if len(rss) > 1 {
 		r.rssRange = mib(rss[0]) + "–" + mib(rss[len(rss)-1])

@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestGCCount(t *testing.T) {
 	for _, tc := range []struct {
@@ -24,8 +27,9 @@ func TestGCCount(t *testing.T) {
 }
 
 func TestGCsOf(t *testing.T) {
-	if got := gcsOf([]measured{{ServerGCs: 0}, {ServerGCs: 1}, {ServerGCs: 0}}); got != "0 1 0" {
-		t.Errorf("gcsOf = %q, want 0 1 0", got)
+	ms := []measured{{ServerGCs: 0, Wall: 4460 * time.Millisecond}, {ServerGCs: 1, Wall: 5220 * time.Millisecond}, {ServerGCs: 0, Wall: 80 * time.Millisecond}}
+	if got, want := gcsOf(ms), "0 (4.46 s), 1 (5.22 s), 0 (0.08 s)"; got != want {
+		t.Errorf("gcsOf = %q, want %q", got, want)
 	}
 	if got := gcsOf([]measured{{ServerGCs: 0}, {ServerGCs: -1}}); got != "" {
 		t.Errorf("gcsOf with an uncounted run = %q, want none", got)
