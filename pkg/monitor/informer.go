@@ -179,6 +179,14 @@ func watchErrors(si cache.SharedIndexInformer, inf *informer) (<-chan error, err
 func watchErrorHandler(inf *informer) (<-chan error, cache.WatchErrorHandlerWithContext) {
 	denied := make(chan error, 1)
 	return denied, func(ctx context.Context, r *cache.Reflector, err error) {
+		if runtime.WatchStopped(ctx, err) {
+			// The informer is being stopped (the command was interrupted,
+			// or is done): its watch ends with the context, which is no
+			// error to report. client-go's default handler would print it
+			// ("Failed to watch ... context canceled") above the command's
+			// own one-line error.
+			return
+		}
 		inf.setLastErr(err)
 		if isDenied(err) {
 			select {

@@ -173,6 +173,12 @@ func (r *Runtime) WatchOwnedPods(ctx context.Context, id runtimeid.ID, uid strin
 			return OwnedPods{}, err
 		}
 	}
+	// Not started yet, so setting the handlers cannot fail.
+	for _, inf := range []cache.SharedIndexInformer{podInf, rsInf, objInf} {
+		if inf != nil {
+			_ = inf.SetWatchErrorHandlerWithContext(QuietOnStop)
+		}
+	}
 	factory.Start(ctx.Done())
 	objFactory.Start(ctx.Done())
 	go func() {
