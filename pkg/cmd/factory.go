@@ -58,6 +58,9 @@ type Factory struct {
 	watchClients map[string]kubernetes.Interface
 	cluster      map[string]string
 
+	// warnMu keeps warn's lines whole.
+	warnMu sync.Mutex
+
 	// rcMu guards rcs, the REST configs by context, each loaded from the
 	// kubeconfig once (RESTConfig runs under mu, from Client).
 	rcMu sync.Mutex
@@ -315,6 +318,15 @@ func clusterIdentity(rc *rest.Config) (string, error) {
 		id += " (ca sha256:" + hex.EncodeToString(sum[:])[:16] + ")"
 	}
 	return id, nil
+}
+
+// warn writes msg to Warnings as one "warning:" line, escaped for the
+// terminal (it may quote the server). Safe for concurrent use: the
+// monitors' informers warn from their own goroutines.
+func (f *Factory) warn(msg string) {
+	f.warnMu.Lock()
+	defer f.warnMu.Unlock()
+	fmt.Fprintf(f.warnings(), "warning: %s\n", escapeTerminal(msg))
 }
 
 func (f *Factory) warnings() io.Writer {

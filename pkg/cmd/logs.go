@@ -163,7 +163,13 @@ func (o *LogsOptions) Run(ctx context.Context) error {
 			}
 		}
 		open := func(string) io.WriteCloser { return out.stream(prefix, prefixed) }
-		return runtime.New(client, id.Runtime).FollowLogs(ctx, id, w.UID, opts, open, warn)
+		rt := runtime.New(client, id.Runtime)
+		rt.Warn = func(msg string) {
+			out.mu.Lock()
+			defer out.mu.Unlock()
+			fmt.Fprintf(o.ErrOut, "warning: %s\n", escapeTerminal(msg))
+		}
+		return rt.FollowLogs(ctx, id, w.UID, opts, open, warn)
 	}
 	if !o.Follow {
 		// One after another, in the order given (sorted for -l): each

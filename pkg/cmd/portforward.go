@@ -223,7 +223,13 @@ func (o *PortForwardOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(w, "Forwarding to pod %s of %s: pod %s %s\n", escapeTerminal(to.Name), id, escapeTerminal(from.Name), escapeTerminal(why))
 		_ = w.Close()
 	}
-	err = runtime.New(client, id.Runtime).PortForward(ctx, id, ws[0].UID, runtime.ForwardOptions{
+	rt := runtime.New(client, id.Runtime)
+	rt.Warn = func(msg string) {
+		out.mu.Lock()
+		defer out.mu.Unlock()
+		fmt.Fprintf(o.ErrOut, "warning: %s\n", escapeTerminal(msg))
+	}
+	err = rt.PortForward(ctx, id, ws[0].UID, runtime.ForwardOptions{
 		PodRunningTimeout: o.PodRunningTimeout, Moved: moved,
 	}, forward)
 	if err != nil {

@@ -10,7 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
+
+	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
 )
 
 // Stamped by the Makefile with -ldflags "-X ...".
@@ -118,17 +119,8 @@ func serverVersion(ctx context.Context, c kubernetes.Interface, timeout time.Dur
 	case r := <-ch:
 		return r.v, r.err
 	case <-ctx.Done():
-		return "", fmt.Errorf("no answer from the API server%s within %s: timed out", serverAt(c), timeout)
+		return "", fmt.Errorf("no answer from the API server%s within %s: timed out", runtime.ServerAt(c), timeout)
 	}
-}
-
-// serverAt is " at HOST:PORT" of c's API server, "" when unknown (a fake).
-func serverAt(c kubernetes.Interface) string {
-	rc, ok := c.Discovery().RESTClient().(*rest.RESTClient)
-	if !ok || rc == nil || rc.Get().URL() == nil {
-		return ""
-	}
-	return " at " + rc.Get().URL().Host
 }
 
 // printData prints v as indented JSON or YAML.

@@ -3,12 +3,14 @@ package cmd_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
@@ -362,5 +364,33 @@ func TestWaitStaleReason(t *testing.T) {
 	checkExit(t, r, 0, "")
 	if v := h.record(webID); v.State != "running" || v.Reason != "" {
 		t.Errorf("record %s, reason %q; want running with no reason", v.State, v.Reason)
+	}
+}
+
+// TestWaitWarnsOnceWhileListsFail: while the API server cannot list, wait
+// says so in one escaped warning line naming what it lists and the cause,
+// not a client-go log line per retry, and then fails with its one error
+// line when the sync time runs out.
+func TestWaitWarnsOnceWhileListsFail(t *testing.T) {
+	h := newHarness(t)
+	seedWebTask(t, h)
+	var lists atomic.Int32
+	h.clusters[""].PrependReactor("list", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
+		lists.Add(1)
+		return true, nil, apierrors.NewServiceUnavailable("etcd is down\x1b[2J")
+	})
+	r := h.run("wait", "job/task", "--for=exited", "--request-timeout=2s")
+	checkExit(t, r, 1, `timed out after 2s waiting for the job informer in namespace "default" to sync (last error: etcd is down^[[2J): check the connection to the cluster ('kubectl gobrave doctor') and access with 'kubectl auth can-i list jobs -n default'`)
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	want := []string{
+		`warning: cannot list or watch jobs in namespace "default" (retrying): etcd is down^[[2J`,
+		"error: " + r.msg,
+	}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Errorf("stderr (-want +got):\n%s", diff)
+	}
+	// More than one failed list, one warning.
+	if n := lists.Load(); n < 2 {
+		t.Errorf("%d lists of jobs, want the reflector's retries (at least 2)", n)
 	}
 }

@@ -269,6 +269,11 @@ func (f *Factory) newMonitorSet(ctx context.Context, st *store.Store, opts monit
 		// --request-timeout bounds the wait for the informers too (else 30 s).
 		opts.SyncTimeout = f.requestTimeout()
 	}
+	if opts.Warn == nil {
+		// A list or watch that fails and retries, in one line (not
+		// client-go's klog line per retry).
+		opts.Warn = f.warn
+	}
 	ctx, stop := context.WithCancel(ctx)
 	return &monitorSet{f: f, st: st, opts: opts, ctx: ctx, stop: stop, mons: map[string]*monitor.Monitor{}}
 }

@@ -68,7 +68,7 @@ func (m *Monitor) informerFor(ctx context.Context, namespace, kind string) (*inf
 	infCtx, stop := context.WithCancel(ctx)
 	inf := &informer{namespace: fns, kind: kind, stop: stop, shareUID: m.uidFor(kind)}
 	inf.ws = newWstore(kind, fns, inf.transform, subsHost{m}, func(obj any, deleted bool) { m.onObject(kind, obj, deleted) })
-	denied, onErr := watchErrorHandler(inf)
+	denied, onErr := watchErrorHandler(inf, m.watchWarnings(inf))
 	lw, typ, err := workloadListWatch(m.client, inf.ws, kind, fns, m.opts.SyncTimeout)
 	if err != nil {
 		stop()
@@ -169,14 +169,23 @@ func (m *Monitor) narrow(ctx context.Context, inf *informer) error {
 
 // watchErrors keeps the last list/watch error of si on inf and reports a
 // refusal by RBAC on the returned channel: the reflector would retry it for
-// ever, and Run must fail fast instead.
-func watchErrors(si cache.SharedIndexInformer, inf *informer) (<-chan error, error) {
-	denied, handler := watchErrorHandler(inf)
+// ever, and Run must fail fast instead. Other failures are warned about
+// (watchWarnings).
+func (m *Monitor) watchErrors(si cache.SharedIndexInformer, inf *informer) (<-chan error, error) {
+	denied, handler := watchErrorHandler(inf, m.watchWarnings(inf))
 	return denied, si.SetWatchErrorHandlerWithContext(handler)
 }
 
-// watchErrorHandler is watchErrors' handler, for a reflector of inf.
-func watchErrorHandler(inf *informer) (<-chan error, cache.WatchErrorHandlerWithContext) {
+// watchWarnings tells Options.Warn, in one line, when inf cannot list or
+// watch and retries (runtime.WatchWarnings).
+func (m *Monitor) watchWarnings(inf *informer) cache.WatchErrorHandlerWithContext {
+	where, _ := whereIn(m.client, inf.namespace)
+	return runtime.WatchWarnings(inf.kind+"s "+where, m.opts.Warn)
+}
+
+// watchErrorHandler is watchErrors' handler, for a reflector of inf: the
+// failures that are neither a stop nor a refusal go to report.
+func watchErrorHandler(inf *informer, report cache.WatchErrorHandlerWithContext) (<-chan error, cache.WatchErrorHandlerWithContext) {
 	denied := make(chan error, 1)
 	return denied, func(ctx context.Context, r *cache.Reflector, err error) {
 		if runtime.WatchStopped(ctx, err) {
@@ -195,7 +204,7 @@ func watchErrorHandler(inf *informer) (<-chan error, cache.WatchErrorHandlerWith
 			}
 			return
 		}
-		cache.DefaultWatchErrorHandler(ctx, r, err)
+		report(ctx, r, err)
 	}
 }
 
@@ -237,13 +246,7 @@ func (m *Monitor) waitSynced(ctx context.Context, inf *informer, denied <-chan e
 	defer timer.Stop()
 	probed := make(chan error, 1)
 	resource := inf.kind + "s"
-	where, canI := fmt.Sprintf("in namespace %q", inf.namespace), fmt.Sprintf("-n %s", inf.namespace)
-	if inf.namespace == "" {
-		where, canI = "in all namespaces", "--all-namespaces"
-	}
-	// The address, said here: the last error does not always carry it (the
-	// workload informers' own watch-list times out with idleError, no URL).
-	where += serverAt(m.client)
+	where, canI := whereIn(m.client, inf.namespace)
 	probing := false
 	// The handler's sync, not only the cache's: its initial events have
 	// been handled (the workload informers' skipped: snapshotAll, which
@@ -288,7 +291,7 @@ func (m *Monitor) waitSynced(ctx context.Context, inf *informer, denied <-chan e
 				err = <-probed // bounded by budget, which ends now
 			}
 			if err != nil {
-				cause = fmt.Sprintf(" (last error: %v)", err)
+				cause = fmt.Sprintf(" (last error: %v)", runtime.Brief(err))
 			}
 			return fmt.Errorf("timed out after %s waiting for the %s informer %s to sync%s: check the connection to the cluster ('kubectl gobrave doctor') and access with 'kubectl auth can-i list %s %s'",
 				m.opts.SyncTimeout, inf.kind, where, cause, resource, canI)

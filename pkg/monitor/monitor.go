@@ -81,6 +81,12 @@ type Options struct {
 	// writer, or the history poll). It must not block for long: it delays
 	// the writer.
 	OnEvent func(store.Event)
+	// Warn, when set, is told in one line when an informer cannot list or
+	// watch and retries: once, then at most once a minute while it keeps
+	// failing (runtime.WatchWarnings). Unset, client-go logs each failure.
+	// Called from the informers' goroutines: it must be safe for
+	// concurrent use. The text carries the server's error: untrusted.
+	Warn func(string)
 }
 
 // Summary is the outcome of Run.

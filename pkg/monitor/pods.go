@@ -98,7 +98,7 @@ func (m *Monitor) podInformersFor(ctx context.Context, f informers.SharedInforme
 		if err := si.SetTransform(inf.transform); err != nil {
 			return err
 		}
-		denied, err := watchErrors(si, inf)
+		denied, err := m.watchErrors(si, inf)
 		if err != nil {
 			return err
 		}

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/runtime"
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
@@ -440,16 +439,24 @@ func (r *reconciler) streamIn(ctx context.Context, kind, ns string, fn func(any)
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
-	where, canI := fmt.Sprintf("in namespace %q", ns), "-n "+ns
-	if ns == "" {
-		where, canI = "in all namespaces", "--all-namespaces"
-	}
+	where, canI := whereIn(r.c, ns)
 	res := kind + "s"
-	where += serverAt(r.c) // the address that does not answer
 	if isDenied(err) {
 		return fmt.Errorf("monitor: list %s %s is forbidden: %w: check access with 'kubectl auth can-i list %s %s' and 'kubectl auth can-i watch %s %s'", res, where, err, res, canI, res, canI)
 	}
-	return fmt.Errorf("monitor: list %s %s: %w: check the connection to the cluster ('kubectl gobrave doctor')", res, where, err)
+	return fmt.Errorf("monitor: list %s %s: %w: check the connection to the cluster ('kubectl gobrave doctor')", res, where, runtime.Brief(err))
+}
+
+// whereIn says which objects a list in namespace ns ("" all) of client c
+// reads, for messages ("in namespace \"a\" at 10.0.0.1:6443": the address,
+// said here, as the error does not always carry it), and the namespace
+// flags of a kubectl command about them.
+func whereIn(c kubernetes.Interface, ns string) (where, canI string) {
+	where, canI = fmt.Sprintf("in namespace %q", ns), "-n "+ns
+	if ns == "" {
+		where, canI = "in all namespaces", "--all-namespaces"
+	}
+	return where + runtime.ServerAt(c), canI
 }
 
 // addPod keeps what a pod says about its controller.
@@ -855,14 +862,4 @@ func applyEach(ctx context.Context, st *store.Store, ts []store.Transition) (res
 		}
 	}
 	return res, gone, nil
-}
-
-// serverAt is " at host:port" of the API server c talks to, for an error
-// that must name the address that does not answer; "" for a client
-// without one (a fake clientset).
-func serverAt(c kubernetes.Interface) string {
-	if rc, ok := c.CoreV1().RESTClient().(*rest.RESTClient); ok && rc != nil {
-		return " at " + rc.Get().URL().Host
-	}
-	return ""
 }

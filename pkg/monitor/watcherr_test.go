@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"testing"
 
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -14,17 +15,14 @@ import (
 // is stopped (an interrupted wait) reports nothing: client-go's default
 // handler printed "Failed to watch ... context canceled" on stderr above the
 // command's one-line error. Any other failure is still reported and kept as
-// the informer's last error.
+// the informer's last error; a refusal by RBAC goes to the denied channel
+// alone (Run fails fast with its own error).
 func TestWatchErrorHandlerQuietOnStop(t *testing.T) {
 	var reported []error
-	saved := utilruntime.ErrorHandlers
-	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(_ context.Context, err error, _ string, _ ...any) {
-		reported = append(reported, err)
-	}}
-	t.Cleanup(func() { utilruntime.ErrorHandlers = saved })
-
 	inf := &informer{kind: "job"}
-	_, handle := watchErrorHandler(inf)
+	denied, handle := watchErrorHandler(inf, func(_ context.Context, _ *cache.Reflector, err error) {
+		reported = append(reported, err)
+	})
 	r := &cache.Reflector{}
 
 	ended, cancel := context.WithCancel(context.Background())
@@ -45,5 +43,19 @@ func TestWatchErrorHandlerQuietOnStop(t *testing.T) {
 	}
 	if err := inf.getLastErr(); !errors.Is(err, refused) {
 		t.Fatalf("last error %v, want the refused connection", err)
+	}
+
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "batch", Resource: "jobs"}, "", errors.New("no"))
+	handle(context.Background(), r, forbidden)
+	if len(reported) != 1 {
+		t.Fatalf("reported %v, want the refusal by RBAC on the denied channel alone", reported)
+	}
+	select {
+	case err := <-denied:
+		if !errors.Is(err, forbidden) {
+			t.Fatalf("denied %v, want the refusal", err)
+		}
+	default:
+		t.Fatal("nothing on the denied channel after a refusal by RBAC")
 	}
 }

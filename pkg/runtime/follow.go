@@ -174,9 +174,17 @@ func (r *Runtime) WatchOwnedPods(ctx context.Context, id runtimeid.ID, uid strin
 		}
 	}
 	// Not started yet, so setting the handlers cannot fail.
-	for _, inf := range []cache.SharedIndexInformer{podInf, rsInf, objInf} {
-		if inf != nil {
-			_ = inf.SetWatchErrorHandlerWithContext(QuietOnStop)
+	at := ServerAt(r.Client)
+	for _, w := range []struct {
+		inf  cache.SharedIndexInformer
+		what string
+	}{
+		{podInf, "the pods of " + id.String()},
+		{rsInf, "the ReplicaSets of " + id.String()},
+		{objInf, id.String()},
+	} {
+		if w.inf != nil {
+			_ = w.inf.SetWatchErrorHandlerWithContext(WatchWarnings(w.what+at, r.Warn))
 		}
 	}
 	factory.Start(ctx.Done())

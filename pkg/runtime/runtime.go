@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/gobrave/kubectl-gobrave/pkg/runtimeid"
 	"github.com/gobrave/kubectl-gobrave/pkg/spec"
@@ -24,11 +25,26 @@ type Runtime struct {
 	Client kubernetes.Interface
 	// Name is the runtime name that prefixes the IDs this runtime creates.
 	Name string
+	// Warn, when set, is told in one line when a watch of this runtime's
+	// (logs --follow, port-forward) cannot list or watch and retries
+	// (WatchWarnings); unset, client-go logs each failure itself.
+	Warn func(string)
 }
 
 // New returns a runtime named name over client.
 func New(client kubernetes.Interface, name string) *Runtime {
 	return &Runtime{Client: client, Name: name}
+}
+
+// ServerAt is " at host:port" of the API server c talks to, for a message
+// that must name the address that does not answer; "" for a client
+// without one (a fake clientset).
+func ServerAt(c kubernetes.Interface) string {
+	rc, ok := c.CoreV1().RESTClient().(*rest.RESTClient)
+	if !ok || rc == nil || rc.Get().URL() == nil {
+		return ""
+	}
+	return " at " + rc.Get().URL().Host
 }
 
 // ResolveNamespace applies the specification's namespace priority: the

@@ -808,6 +808,14 @@ func TestFaultUnreachable(t *testing.T) {
 		if !strings.HasPrefix(errLine, "error: ") {
 			t.Errorf("%s %s: last line of stderr %q, want an error line", o.mode, o.verb, errLine)
 		}
+		// Above it, at most a warning per informer that retried (runtime.WatchWarnings): no
+		// client-go log line ("E1204 … reflector.go:227] \"Failed to watch\" …", the request's
+		// whole URL) per retry, as wait and monitor printed before 2026-12-04.
+		for _, line := range strings.Split(strings.TrimSpace(o.r.stderr), "\n") {
+			if !strings.HasPrefix(line, "warning: ") && !strings.HasPrefix(line, "error: ") {
+				t.Errorf("%s %s: stderr line %q is neither a warning nor the error", o.mode, o.verb, line)
+			}
+		}
 		// docs/reliability.md: one error line naming the address and the cause. doctor reports
 		// them in its table and ends with the count of failed checks.
 		said, addr := errLine, strings.TrimPrefix(modeServer[o.mode], "https://")
