@@ -4,9 +4,13 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // seedLogs records web (a deployment) and task (a job) labelled team=a, and
@@ -98,5 +102,36 @@ func TestLogsFollowMany(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 	if len(lines) != 2 || !slices.Contains(lines, "[web] fake logs") || !slices.Contains(lines, "[task] fake logs") {
 		t.Errorf("stdout %q, want one prefixed line per workload", r.stdout)
+	}
+}
+
+// TestLogsFollowWarnsWhileWatchFails: a watch of logs -f that cannot list
+// (here the workload object's own) is one escaped warning line on stderr
+// however often it is retried, and following goes on: the log is printed
+// and Ctrl-C ends it with exit 0.
+func TestLogsFollowWarnsWhileWatchFails(t *testing.T) {
+	h := newHarness(t)
+	seedLogs(t, h)
+	var lists atomic.Int32
+	h.clusters[""].PrependReactor("list", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.ListAction).GetListRestrictions().Fields.String() != "metadata.name=web" {
+			return false, nil, nil
+		}
+		lists.Add(1)
+		return true, nil, apierrors.NewServiceUnavailable("etcd is down\x1b]0;owned\a")
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	ch := h.runAsync(ctx, "logs", "-f", "web")
+	eventually(t, "two failed lists of the deployment", func() bool { return lists.Load() >= 2 })
+	cancel()
+	r := await(t, ch)
+	checkExit(t, r, 0, "")
+	if r.stdout != "fake logs" {
+		t.Errorf("stdout %q, want the log", r.stdout)
+	}
+	want := "warning: cannot list or watch k8s-default|deployment|web (retrying): etcd is down^[]0;owned^G\n"
+	if r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
 	}
 }
