@@ -12,7 +12,7 @@ BENCH_FLAGS ?=
 BENCH_OUT ?= bin/bench-results.md
 BENCH_CHARTS ?= bin/bench-charts
 
-.PHONY: help build install test test-unit test-e2e test-faults test-model vet fuzz bench demo testbin cluster-up clean docs dist test-dist test-k9s
+.PHONY: help build install test test-unit test-e2e test-faults test-model vet fuzz bench bench-sqlite demo testbin cluster-up clean docs dist test-dist test-k9s
 
 help: ## Show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -60,6 +60,10 @@ fuzz: ## Fuzz the runtime ID, spec file and config file parsers ($(FUZZTIME) eac
 bench: build testbin ## Store benchmarks, then the scale run on kwok clusters at N = $(BENCH_N) (17–26 min on an idle machine here, 57 min at load 12–16; report in $(BENCH_OUT), charts in $(BENCH_CHARTS)); see docs/performance.md
 	$(GO) test -p 1 -run '^$$' -bench . -benchmem ./pkg/store/ ./pkg/monitor/
 	$(GO) run ./hack/bench -n $(BENCH_N) -plugin $(BIN) -store-bench=false -out $(BENCH_OUT) -charts $(BENCH_CHARTS) $(BENCH_FLAGS)
+
+bench-sqlite: ## SQLite drivers compared on the writer's statements (hack/sqldrivers, a module of its own): ncruces (pure Go), then mattn (cgo); see docs/performance.md
+	cd hack/sqldrivers && $(GO) run .
+	cd hack/sqldrivers && CGO_ENABLED=1 $(GO) run -tags mattn .
 
 demo: ## A real lifecycle on a local kwok cluster, printed step by step (builds the plugin and the control plane first if needed)
 	MAKE=$(MAKE) hack/demo.sh
