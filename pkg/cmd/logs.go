@@ -140,11 +140,7 @@ func (o *LogsOptions) Run(ctx context.Context) error {
 	names := prefixNames(ws)
 	out := &lineOut{w: o.Out}
 	opts := runtime.LogOptions{Tail: o.Tail, Follow: o.Follow, Previous: o.Previous, Timestamps: o.Timestamps, Since: o.Since}
-	warn := func(err error) {
-		out.mu.Lock()
-		defer out.mu.Unlock()
-		fmt.Fprintf(o.ErrOut, "warning: %s\n", FormatError(err))
-	}
+	warn := func(err error) { out.warn(o.ErrOut, FormatError(err)) }
 	streamOne := func(i int) error {
 		w := ws[i]
 		id, err := runtimeid.Parse(w.RuntimeID)
@@ -164,11 +160,7 @@ func (o *LogsOptions) Run(ctx context.Context) error {
 		}
 		open := func(string) io.WriteCloser { return out.stream(prefix, prefixed) }
 		rt := runtime.New(client, id.Runtime)
-		rt.Warn = func(msg string) {
-			out.mu.Lock()
-			defer out.mu.Unlock()
-			fmt.Fprintf(o.ErrOut, "warning: %s\n", escapeTerminal(msg))
-		}
+		rt.Warn = func(msg string) { out.warn(o.ErrOut, escapeTerminal(msg)) }
 		return rt.FollowLogs(ctx, id, w.UID, opts, open, warn)
 	}
 	if !o.Follow {
@@ -303,6 +295,14 @@ const maxLine = 1 << 20
 type lineOut struct {
 	mu sync.Mutex
 	w  io.Writer
+}
+
+// warn writes msg, already escaped, to w as one "warning:" line, never in
+// the middle of a line of out's streams.
+func (o *lineOut) warn(w io.Writer, msg string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	fmt.Fprintf(w, "warning: %s\n", msg)
 }
 
 // stream returns a writer for one log stream: complete lines go out whole,

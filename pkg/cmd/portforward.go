@@ -224,11 +224,7 @@ func (o *PortForwardOptions) Run(ctx context.Context) error {
 		_ = w.Close()
 	}
 	rt := runtime.New(client, id.Runtime)
-	rt.Warn = func(msg string) {
-		out.mu.Lock()
-		defer out.mu.Unlock()
-		fmt.Fprintf(o.ErrOut, "warning: %s\n", escapeTerminal(msg))
-	}
+	rt.Warn = func(msg string) { out.warn(o.ErrOut, escapeTerminal(msg)) }
 	err = rt.PortForward(ctx, id, ws[0].UID, runtime.ForwardOptions{
 		PodRunningTimeout: o.PodRunningTimeout, Moved: moved,
 	}, forward)
